@@ -1,0 +1,25 @@
+"""Executors run rendered trials: ``local`` (the default) and ``slurm``.
+
+Example:
+    >>> from flagopt.executors import TrialLaunch
+    >>> TrialLaunch(argv=("true",), env={}, workdir=".", trial_dir="/tmp/t").argv
+    ('true',)
+"""
+
+from __future__ import annotations
+
+from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
+from flagopt.executors._launch import RunOutcome, TrialLaunch, log_path_for, run_trial
+from flagopt.executors._local import LocalExecutor
+
+__all__ = [
+    "BaseExecutor",
+    "JobResult",
+    "JobStatus",
+    "LocalExecutor",
+    "RunOutcome",
+    "TrialJob",
+    "TrialLaunch",
+    "log_path_for",
+    "run_trial",
+]

@@ -1,0 +1,163 @@
+"""What runs inside a job: start the trial command, tee its log, watch it, report how it ended.
+
+This function is pickled by submitit and executed once per task, locally or on a Slurm node. It never runs a
+shell: ``argv`` goes straight to :class:`subprocess.Popen`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: A step line of any MaxText format; the watchdog only needs to know that progress was made.
+DEFAULT_PROGRESS_PATTERN = r"completed step:?\s*\d+"
+
+
+@dataclass(frozen=True)
+class TrialLaunch:
+    """Everything a job needs to run one trial; plain data so it pickles.
+
+    Attributes:
+        argv: the command, never run through a shell.
+        env: variables to set (``None`` = remove) on top of the job's inherited environment.
+        workdir: the command's working directory.
+        trial_dir: the folder that receives ``rank<N>.log`` and ``outcome.json``.
+        timeout_s: kill the command after this long (``None``: no limit here; the scheduler may have one).
+        hang_s: kill when no progress line appeared for this long after the first one.
+        init_timeout_s: kill when no progress line appeared this long after the start.
+        progress_pattern: regex of a progress (step) line.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str | None]
+    workdir: str
+    trial_dir: str
+    timeout_s: float | None = None
+    hang_s: float | None = None
+    init_timeout_s: float | None = None
+    progress_pattern: str = DEFAULT_PROGRESS_PATTERN
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one task of a trial ended, as seen from inside the job."""
+
+    rank: int
+    exit_code: int | None
+    killed_by: str | None  # "timeout" | "hang" | "init-timeout" | "signal" | None
+    host: str
+    started_at: float
+    ended_at: float
+    first_step_at: float | None
+    last_step_at: float | None
+    log_path: str
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def task_rank() -> int:
+    """This task's rank inside the job (0 when not under Slurm/submitit)."""
+    for name in ("SLURM_PROCID", "SUBMITIT_LOCAL_GLOBALID", "SUBMITIT_GLOBAL_RANK"):
+        if os.environ.get(name, "").isdigit():
+            return int(os.environ[name])
+    return 0
+
+
+def log_path_for(trial_dir: str | Path, rank: int) -> Path:
+    return Path(trial_dir) / f"rank{rank}.log"
+
+
+def child_environment(overrides: dict[str, str | None], base: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
+def run_trial(launch: TrialLaunch) -> RunOutcome:
+    """Run ``launch.argv`` to the end (or until a watchdog fires) and describe how it ended."""
+    rank = task_rank()
+    log_path = log_path_for(launch.trial_dir, rank)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    progress = re.compile(launch.progress_pattern)
+    started_at = time.time()
+    step_times: list[float] = []
+
+    proc = subprocess.Popen(
+        list(launch.argv),
+        cwd=launch.workdir,
+        env=child_environment(launch.env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # so a kill reaches the whole process group, grandchildren included
+    )
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        with open(log_path, "wb") as log:
+            for raw in iter(proc.stdout.readline, b""):
+                log.write(raw)
+                log.flush()
+                if progress.search(raw.decode("utf-8", "replace")):
+                    step_times.append(time.time())
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+
+    killed_by: list[str] = []
+
+    def kill(reason: str, sig: int = signal.SIGTERM) -> None:
+        if not killed_by:
+            killed_by.append(reason)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def on_signal(signum: int, _frame: object) -> None:
+        # scancel / submitit cancel / Ctrl-C reach this wrapper first: pass them on to the trial.
+        kill("signal", signal.SIGTERM)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR2)}
+    try:
+        while proc.poll() is None:
+            now = time.time()
+            if launch.timeout_s is not None and now - started_at > launch.timeout_s:
+                kill("timeout")
+            elif not step_times and launch.init_timeout_s is not None and now - started_at > launch.init_timeout_s:
+                kill("init-timeout")
+            elif step_times and launch.hang_s is not None and now - step_times[-1] > launch.hang_s:
+                kill("hang")
+            if killed_by:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    kill(killed_by[0], signal.SIGKILL)
+                    proc.wait()
+                break
+            time.sleep(0.2)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    reader.join(timeout=10)
+    return RunOutcome(
+        rank=rank,
+        exit_code=proc.returncode,
+        killed_by=killed_by[0] if killed_by else None,
+        host=socket.gethostname(),
+        started_at=started_at,
+        ended_at=time.time(),
+        first_step_at=step_times[0] if step_times else None,
+        last_step_at=step_times[-1] if step_times else None,
+        log_path=str(log_path),
+    )

@@ -1,0 +1,58 @@
+"""The embedded default: one trial at a time on this machine through submitit's LocalExecutor."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import submitit
+
+from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
+from flagopt.executors._launch import TrialLaunch, run_trial
+
+# submitit's LocalExecutor hides every GPU unless told how many to expose; the trial must see what the driver sees.
+_GPU_VARS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")
+
+
+class LocalTrialJob(TrialJob):
+    def __init__(self, job: submitit.local.local.LocalJob) -> None:
+        self._job = job
+        self.job_id = str(job.job_id)
+
+    def status(self) -> JobStatus:
+        state = self._job.state
+        done = state != "RUNNING"
+        return JobStatus(self.job_id, "RUNNING" if not done else "FINISHED", done, detail=state)
+
+    def cancel(self) -> None:
+        self._job.cancel()
+
+    def result(self, timeout_s: float | None = None) -> JobResult:
+        deadline = None if timeout_s is None else time.time() + timeout_s
+        while not self._job.done():
+            if deadline is not None and time.time() > deadline:
+                raise TimeoutError(f"local job {self.job_id} still running after {timeout_s} s")
+            time.sleep(0.2)
+        try:
+            outcomes = tuple(self._job.results())
+        except Exception as exc:  # submitit raises FailedJobError / UncompletedJobError with the job's stderr
+            return JobResult(self.job_id, "FAILED", (), error=str(exc))
+        return JobResult(self.job_id, "FINISHED", outcomes)
+
+
+class LocalExecutor(BaseExecutor):
+    kind = "local"
+
+    def __init__(self, folder: Path, *, timeout_min: float = 60.0) -> None:
+        super().__init__(folder)
+        self._executor = submitit.LocalExecutor(folder=str(self.folder / "%j"))
+        # The runner enforces the trial's own timeout; submitit's is a backstop a little later.
+        self._executor.update_parameters(timeout_min=max(1, int(timeout_min) + 2))
+
+    def submit(self, launch: TrialLaunch) -> TrialJob:
+        env = dict(launch.env)
+        for name in _GPU_VARS:
+            env.setdefault(name, os.environ.get(name))
+        launch = TrialLaunch(**{**launch.__dict__, "env": env})
+        return LocalTrialJob(self._executor.submit(run_trial, launch))
