@@ -1,0 +1,390 @@
+"""Read a search-space YAML file into a validated :class:`Space`, or fail with one precise error."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flagopt.errors import SpaceError
+from flagopt.space._checks import (
+    XLA_FLAG, LIBTPU_FLAG, Reader, check_name, check_value, type_name,
+)
+from flagopt.space._model import (
+    Baseline, ExecutorSpec, ExportSpec, FailureSpec, Metric, NoiseSpec, NumericsSpec, Param, SlurmSpec, Space,
+    StopSpec, TrialConfig,
+)
+
+TOP_KEYS = ("name", "model_tag", "parallelism", "command", "workdir", "timeout_min", "metric", "baseline", "params",
+            "profiles", "executor", "stop", "noise", "failures", "numerics", "export", "configs", "evidence",
+            "sampler", "seed")
+TARGETS = ("xla", "libtpu", "env", "arg")
+_FLAG_TOKEN = re.compile(r"--([A-Za-z0-9_]+)(?:=(.*))?\Z")
+
+
+def load_space(path: str | Path) -> Space:
+    """Load and validate a space file.
+
+    Raises:
+        SpaceError: naming the file, the key path and the reason, for the first problem found.
+
+    Example:
+        >>> space = load_space("search_spaces/demo.yaml")  # doctest: +SKIP
+        >>> space.name
+        'demo'
+    """
+    path = Path(path)
+    source = str(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpaceError(source, None, f"cannot read the file: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise SpaceError(source, None, f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        raise SpaceError(source, None, "the file is empty")
+    top = Reader(source, data)
+    top.only(*TOP_KEYS)
+    return _build(top, path)
+
+
+def _build(top: Reader, path: Path) -> Space:
+    source = top.source
+    name = top.get("name", str, path.stem)
+    if not re.match(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*\Z", name):
+        top.fail("must be letters, digits and _ . = + - (it names the study and its folder)", "name")
+    params = _params(top.sub("params"))
+    return Space(
+        source=path.resolve(),
+        name=name,
+        model_tag=top.get("model_tag", str, name),
+        parallelism=top.get("parallelism", str, ""),
+        command=_command(top),
+        workdir=Path(top.get("workdir", str, ".")).expanduser(),
+        timeout_min=top.number("timeout_min", 45.0, low=0.01),
+        metric=_metric(top.sub("metric")),
+        baseline=_baseline(top.sub("baseline"), path),
+        params=params,
+        profiles=_profiles(top.sub("profiles"), params),
+        executor=_executor(top.sub("executor")),
+        stop=_stop(top.sub("stop")),
+        noise=_noise(top.sub("noise")),
+        failures=_failures(top.sub("failures")),
+        numerics=_numerics(top.sub("numerics")),
+        export=_export(top.sub("export")),
+        configs=_configs(top.sub("configs")),
+        evidence=top.get("evidence", bool, False),
+        sampler=_choice(top, "sampler", ("tpe", "gp", "random"), "tpe"),
+        seed=top.get("seed", int),
+        raw=dict(top.data),
+    )
+
+
+def _choice(r: Reader, name: str, allowed: tuple[str, ...], default: str) -> Any:
+    value = r.get(name, str, default)
+    if value not in allowed:
+        r.fail(f"must be one of {', '.join(allowed)}, got {value!r}", r.key(name))
+    return value
+
+
+def _command(top: Reader) -> tuple[str, ...]:
+    raw = top.get("command", (list, str), required=True)
+    if isinstance(raw, str):
+        try:
+            argv = shlex.split(raw)
+        except ValueError as exc:
+            top.fail(f"cannot be split into arguments: {exc}", "command")
+    else:
+        argv = raw
+        for i, item in enumerate(argv):
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                top.fail(f"must be a string, got {type_name(item)}", f"command[{i}]")
+        argv = [str(a) for a in argv]
+    if not argv:
+        top.fail("must not be empty", "command")
+    return tuple(argv)
+
+
+def _metric(r: Reader) -> Metric:
+    r.only("format", "field", "window", "direction", "regex", "pattern", "tokens_per_step")
+    pattern = r.get("regex", str) or r.get("pattern", str)
+    fmt = _choice(r, "format", ("maxtext", "regex"), "regex" if pattern else "maxtext")
+    if fmt == "regex":
+        if not pattern:
+            r.fail("format: regex needs `regex:` with named groups (?P<step>...) and (?P<value>...)", r.key("regex"))
+        try:
+            groups = re.compile(pattern).groupindex
+        except re.error as exc:
+            r.fail(f"not a valid regular expression: {exc}", r.key("regex"))
+        missing = {"step", "value"} - set(groups)
+        if missing:
+            r.fail(f"needs named groups {', '.join(sorted(missing))}", r.key("regex"))
+    window = r.get("window", list, [9, 14])
+    if len(window) != 2 or not all(isinstance(w, int) and not isinstance(w, bool) for w in window):
+        r.fail("must be two integers [first, last]", r.key("window"))
+    if window[0] < 0 or window[0] > window[1]:
+        r.fail(f"first step must be >= 0 and <= last step, got {window}", r.key("window"))
+    return Metric(format=fmt, field=r.get("field", str, "Tokens/s/device"), pattern=pattern,
+                  window=(window[0], window[1]), direction=_choice(r, "direction", ("maximize", "minimize"), "maximize"),
+                  tokens_per_step=r.number("tokens_per_step", None, low=0))
+
+
+def parse_flag_tokens(source: str, key: str, raw: Any, target: str = "xla") -> tuple[str, ...]:
+    """Split ``--a=1 --b`` (a string or a list) into validated tokens."""
+    if isinstance(raw, str):
+        tokens = raw.split()
+    elif isinstance(raw, list):
+        tokens = []
+        for i, item in enumerate(raw):
+            if not isinstance(item, str):
+                raise SpaceError(source, f"{key}[{i}]", f"must be a string, got {type_name(item)}")
+            tokens.extend(item.split())
+    else:
+        raise SpaceError(source, key, f"must be a string or a list of strings, got {type_name(raw)}")
+    pattern = XLA_FLAG if target == "xla" else LIBTPU_FLAG
+    for token in tokens:
+        match = _FLAG_TOKEN.match(token)
+        if not match or not pattern.match(match.group(1)):
+            raise SpaceError(source, key, f"{token!r} is not a flag of the form --{'xla' if target == 'xla' else 'xla|tpu'}_name=value")
+        if match.group(2) is not None and match.group(2) != "":
+            check_value(source, key, match.group(2))
+    return tuple(tokens)
+
+
+def _baseline(r: Reader, space_path: Path) -> Baseline:
+    r.only("xla_flags", "libtpu_flags", "env", "env_file", "args", "defaults")
+    xla: list[str] = []
+    libtpu: list[str] = []
+    env: dict[str, str] = {}
+    env_file = r.get("env_file", str)
+    if env_file:
+        file_path = (space_path.parent / env_file).expanduser()
+        for name, value, line_no in read_env_file(file_path, r.source, r.key("env_file")):
+            where = f"{file_path}:{line_no}"
+            if name == "XLA_FLAGS":
+                xla.extend(parse_flag_tokens(where, name, value, "xla"))
+            elif name == "LIBTPU_INIT_ARGS":
+                libtpu.extend(parse_flag_tokens(where, name, value, "libtpu"))
+            else:
+                check_value(where, name, value)
+                env[name] = value
+    if "xla_flags" in r.data:
+        xla.extend(parse_flag_tokens(r.source, r.key("xla_flags"), r.data["xla_flags"], "xla"))
+    if "libtpu_flags" in r.data:
+        libtpu.extend(parse_flag_tokens(r.source, r.key("libtpu_flags"), r.data["libtpu_flags"], "libtpu"))
+    env_r = r.sub("env")
+    for name, value in env_r.data.items():
+        check_name(r.source, env_r.key(str(name)), name, "env")
+        check_value(r.source, env_r.key(name), value)
+        env[name] = str(value) if not isinstance(value, bool) else ("true" if value else "false")
+    args = _assignments(r.sub("args"), "arg")
+    defaults_r = r.sub("defaults")
+    defaults = []
+    for name, value in defaults_r.data.items():
+        target = "xla" if isinstance(name, str) and LIBTPU_FLAG.match(name) else "env"
+        check_name(r.source, defaults_r.key(str(name)), name, target)
+        check_value(r.source, defaults_r.key(name), value)
+        defaults.append((name, value))
+    return Baseline(xla_flags=tuple(xla), libtpu_flags=tuple(libtpu), env=tuple(env.items()), args=args,
+                    defaults=tuple(defaults), env_file=env_file)
+
+
+def read_env_file(path: Path, source: str, key: str) -> list[tuple[str, str, int]]:
+    """Parse ``export NAME=value`` lines without a shell (quotes honoured, nothing expanded)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise SpaceError(source, key, f"cannot read {path}: {exc.strerror or exc}") from None
+    out = []
+    for no, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            words = shlex.split(stripped, comments=True)
+        except ValueError as exc:
+            raise SpaceError(f"{path}:{no}", None, f"cannot parse the line: {exc}") from None
+        if words and words[0] == "export":
+            words = words[1:]
+        if len(words) != 1 or "=" not in words[0]:
+            raise SpaceError(f"{path}:{no}", None, "expected `export NAME=value` (one assignment per line)")
+        name, value = words[0].split("=", 1)
+        check_name(f"{path}:{no}", name, name, "env") if name not in ("XLA_FLAGS", "LIBTPU_INIT_ARGS") else None
+        if "$" in value or "`" in value:
+            raise SpaceError(f"{path}:{no}", name, "flagopt reads env files without a shell, so $ and backticks "
+                                                   "are not expanded: write the value literally")
+        out.append((name, value, no))
+    return out
+
+
+def _assignments(r: Reader, target: str) -> tuple[tuple[str, Any], ...]:
+    out = []
+    for name, value in r.data.items():
+        check_name(r.source, r.key(str(name)), name, target)
+        check_value(r.source, r.key(name), value)
+        out.append((name, value))
+    return tuple(out)
+
+
+def _params(r: Reader) -> tuple[Param, ...]:
+    out = []
+    for name, spec in r.data.items():
+        if not isinstance(name, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", name):
+            r.fail("param names must be identifiers", r.key(str(name)))
+        out.append(_param(Reader(r.source, spec, r.key(name)), name))
+    return tuple(out)
+
+
+def _param(r: Reader, name: str) -> Param:
+    r.only(*TARGETS, "choices", "type", "low", "high", "log", "step")
+    targets = [t for t in TARGETS if t in r.data]
+    if len(targets) != 1:
+        r.fail(f"needs exactly one target of {', '.join(TARGETS)}, got {len(targets)}"
+               + (f" ({', '.join(targets)})" if targets else ""))
+    target = targets[0]
+    key = check_name(r.source, r.key(target), r.data[target], target)
+    if "choices" in r.data:
+        for extra in ("type", "low", "high", "log", "step"):
+            if extra in r.data:
+                r.fail("`choices` and a numeric range are two domains: keep one", r.key(extra))
+        choices = r.get("choices", list)
+        if not choices:
+            r.fail("must not be empty", r.key("choices"))
+        for i, value in enumerate(choices):
+            check_value(r.source, f"{r.key('choices')}[{i}]", value)
+        if len({(type(c), c) for c in choices}) != len(choices):
+            r.fail("has duplicate values", r.key("choices"))
+        return Param(name=name, target=target, key=key, choices=tuple(choices))
+    kind = r.get("type", str)
+    if kind is None:
+        r.fail("needs a domain: `choices: [...]` or `type: int|float` with `low` and `high`")
+    if kind not in ("int", "float"):
+        r.fail(f"must be int or float, got {kind!r}", r.key("type"))
+    number = int if kind == "int" else (int, float)
+    low = r.get("low", number, required=True)
+    high = r.get("high", number, required=True)
+    log = r.get("log", bool, False)
+    step = r.get("step", number)
+    if low > high:
+        r.fail(f"low ({low}) must be <= high ({high})", r.key("low"))
+    if log and low <= 0:
+        r.fail(f"must be > 0 when log: true, got {low}", r.key("low"))
+    if log and step is not None:
+        r.fail("cannot be combined with log: true", r.key("step"))
+    if step is not None and step <= 0:
+        r.fail(f"must be > 0, got {step}", r.key("step"))
+    return Param(name=name, target=target, key=key, type=kind, low=low, high=high, log=log, step=step)
+
+
+def _profiles(r: Reader, params: tuple[Param, ...]) -> tuple[TrialConfig, ...]:
+    out = []
+    by_name = {p.name: p for p in params}
+    for name, spec in r.data.items():
+        if not isinstance(name, str) or name in ("sampled", "baseline-deployed", "baseline-no-env"):
+            r.fail("is a reserved or invalid profile name", r.key(str(name)))
+        pr = Reader(r.source, spec, r.key(name))
+        pr.only("xla", "libtpu", "env", "args", "params", "description")
+        sets: dict[str, list[tuple[str, Any]]] = {"xla": [], "libtpu": [], "env": [], "arg": []}
+        for section, target in (("xla", "xla"), ("libtpu", "libtpu"), ("env", "env"), ("args", "arg")):
+            sets[target].extend(_assignments(pr.sub(section), target))
+        param_r = pr.sub("params")
+        for pname, value in param_r.data.items():
+            if pname not in by_name:
+                pr.fail(f"unknown param {pname!r} (declared: {', '.join(by_name) or 'none'})", param_r.key(str(pname)))
+            check_value(r.source, param_r.key(pname), value)
+            sets[by_name[pname].target].append((by_name[pname].key, value))
+        if not any(sets.values()):
+            pr.fail("sets nothing: give at least one of xla, libtpu, env, args, params")
+        out.append(TrialConfig(kind="profile", profile=name, xla=tuple(sets["xla"]), libtpu=tuple(sets["libtpu"]),
+                               env=tuple(sets["env"]), args=tuple(sets["arg"])))
+    return tuple(out)
+
+
+def _executor(r: Reader) -> ExecutorSpec:
+    r.only("kind", "slurm")
+    kind = _choice(r, "kind", ("local", "slurm"), "local")
+    s = r.sub("slurm")
+    s.only("partition", "nodelist", "nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "account",
+           "qos", "exclusive", "additional", "pending_deadline_min")
+    additional = s.sub("additional")
+    for k, v in additional.data.items():
+        if not isinstance(k, str) or not re.match(r"[a-z][a-z0-9_-]*\Z", k):
+            additional.fail("sbatch parameter names are lower-case words", additional.key(str(k)))
+        check_value(r.source, additional.key(k), v)
+    slurm = SlurmSpec(
+        partition=s.get("partition", str), nodelist=s.get("nodelist", str), nodes=s.get("nodes", int, 1),
+        tasks_per_node=s.get("tasks_per_node", int, 1), gpus_per_node=s.get("gpus_per_node", int),
+        cpus_per_task=s.get("cpus_per_task", int), time_min=s.get("time", int), account=s.get("account", str),
+        qos=s.get("qos", str), exclusive=s.get("exclusive", bool, True),
+        additional=tuple((k, str(v)) for k, v in additional.data.items()),
+        pending_deadline_min=s.number("pending_deadline_min", 10.0, low=0),
+    )
+    for key in ("partition", "nodelist", "account", "qos"):
+        value = getattr(slurm, key)
+        if value is not None:
+            check_value(r.source, s.key(key), value)
+    return ExecutorSpec(kind=kind, slurm=slurm)
+
+
+def _stop(r: Reader) -> StopSpec:
+    r.only("win", "null_gain", "max_null", "max_trials", "max_hours")
+    return StopSpec(win=r.number("win", 0.05, low=0), null_gain=r.number("null_gain", 0.02, low=0),
+                    max_null=int(r.number("max_null", 25, low=1)), max_trials=int(r.number("max_trials", 60, low=1)),
+                    max_hours=r.number("max_hours", None, low=0))
+
+
+def _noise(r: Reader) -> NoiseSpec:
+    r.only("baseline_every", "min_runs", "confidence", "min_effect", "max_repeats")
+    every = r.get("baseline_every", (int, str))
+    if isinstance(every, str) and every != "auto":
+        r.fail("must be an integer or `auto`", r.key("baseline_every"))
+    if isinstance(every, int) and every < 1:
+        r.fail("must be >= 1", r.key("baseline_every"))
+    return NoiseSpec(baseline_every=every if isinstance(every, int) else None,
+                     min_runs=int(r.number("min_runs", 3, low=2)),
+                     confidence=r.number("confidence", 0.95, low=0.5, high=0.999),
+                     min_effect=r.number("min_effect", 0.01, low=0), max_repeats=int(r.number("max_repeats", 6, low=1)))
+
+
+def _failures(r: Reader) -> FailureSpec:
+    r.only("hang_min", "init_timeout_min", "signatures")
+    sigs = []
+    for i, item in enumerate(r.get("signatures", list, [])):
+        sr = Reader(r.source, item, f"{r.key('signatures')}[{i}]")
+        sr.only("class", "pattern")
+        pattern = sr.get("pattern", str, required=True)
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            sr.fail(f"not a valid regular expression: {exc}", sr.key("pattern"))
+        sigs.append((sr.get("class", str, required=True), pattern))
+    return FailureSpec(hang_min=r.number("hang_min", 10.0, low=0.01),
+                       init_timeout_min=r.number("init_timeout_min", 20.0, low=0.01), signatures=tuple(sigs))
+
+
+def _numerics(r: Reader) -> NumericsSpec:
+    r.only("tolerance", "allow")
+    return NumericsSpec(tolerance=r.number("tolerance", None, low=0), allow=r.get("allow", bool, False))
+
+
+def _export(r: Reader) -> ExportSpec:
+    r.only("guard", "guard_variable")
+    variable = r.get("guard_variable", str, "FLAGOPT_PARALLELISM")
+    check_name(r.source, r.key("guard_variable"), variable, "env")
+    return ExportSpec(guard_variable=variable, guard=r.get("guard", bool, True))
+
+
+def _configs(r: Reader) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    out = []
+    for name, spec in r.data.items():
+        cr = Reader(r.source, spec, r.key(str(name)))
+        cr.only("args")
+        out.append((str(name), _assignments(cr.sub("args"), "arg")))
+    return tuple(out)

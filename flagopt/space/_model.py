@@ -1,0 +1,171 @@
+"""The validated, frozen search space: what the YAML file means once it has been checked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Target = Literal["xla", "libtpu", "env", "arg"]
+Scalar = bool | int | float | str
+
+#: The variable each flag target is appended to.
+FLAG_VARIABLES: dict[str, str] = {"xla": "XLA_FLAGS", "libtpu": "LIBTPU_INIT_ARGS"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tuned knob: exactly one target and one domain (``choices`` or ``low``/``high``)."""
+
+    name: str
+    target: Target
+    key: str  # flag name without dashes, env var name, or workload arg name
+    choices: tuple[Scalar, ...] | None = None
+    type: Literal["int", "float"] | None = None
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    step: float | None = None
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """What a trial sets on top of the deployed baseline, in the order it is applied.
+
+    Example:
+        >>> c = TrialConfig(kind="profile", profile="p", xla=(("xla_gpu_enable_pipelined_all_gather", True),))
+        >>> c.settings()["xla"]
+        {'xla_gpu_enable_pipelined_all_gather': True}
+    """
+
+    kind: str  # baseline-deployed | baseline-no-env | profile | sampled | evidence
+    profile: str
+    xla: tuple[tuple[str, Scalar], ...] = ()
+    libtpu: tuple[tuple[str, Scalar], ...] = ()
+    env: tuple[tuple[str, Scalar | None], ...] = ()
+    args: tuple[tuple[str, Scalar], ...] = ()
+    params: tuple[tuple[str, Scalar], ...] = ()  # Optuna params behind a sampled config
+
+    def settings(self) -> dict[str, dict[str, Any]]:
+        return {"xla": dict(self.xla), "libtpu": dict(self.libtpu), "env": dict(self.env), "args": dict(self.args)}
+
+    @property
+    def config_key(self) -> str:
+        """Stable identity of the settings: repeats of one configuration share it, whatever their kind."""
+        payload = self.settings() if self.kind != "baseline-no-env" else {"restore": "baseline-no-env"}
+        blob = json.dumps(payload, sort_keys=True, default=str)
+        return hashlib.sha1(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Metric:
+    format: Literal["maxtext", "regex"] = "maxtext"
+    field: str = "Tokens/s/device"
+    pattern: str | None = None
+    window: tuple[int, int] = (9, 14)
+    direction: Literal["maximize", "minimize"] = "maximize"
+    tokens_per_step: float | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """What is deployed today (``baseline-deployed``) and the image defaults (``baseline-no-env``)."""
+
+    xla_flags: tuple[str, ...] = ()  # ``--name=value`` tokens, in order
+    libtpu_flags: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    args: tuple[tuple[str, Scalar], ...] = ()
+    defaults: tuple[tuple[str, Scalar], ...] = ()  # flag name or env var -> image default
+    env_file: str | None = None
+
+
+@dataclass(frozen=True)
+class SlurmSpec:
+    partition: str | None = None
+    nodelist: str | None = None
+    nodes: int = 1
+    tasks_per_node: int = 1
+    gpus_per_node: int | None = None
+    cpus_per_task: int | None = None
+    time_min: int | None = None
+    account: str | None = None
+    qos: str | None = None
+    exclusive: bool = True
+    additional: tuple[tuple[str, str], ...] = ()
+    pending_deadline_min: float = 10.0
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    kind: Literal["local", "slurm"] = "local"
+    slurm: SlurmSpec = field(default_factory=SlurmSpec)
+
+
+@dataclass(frozen=True)
+class StopSpec:
+    win: float = 0.05
+    null_gain: float = 0.02
+    max_null: int = 25
+    max_trials: int = 60
+    max_hours: float | None = None
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    baseline_every: int | None = None  # None: adaptive to the measured drift
+    min_runs: int = 3  # per arm before a verdict
+    confidence: float = 0.95
+    min_effect: float = 0.01  # smaller gains are "same" even when significant
+    max_repeats: int = 6  # per candidate
+
+
+@dataclass(frozen=True)
+class FailureSpec:
+    hang_min: float = 10.0
+    init_timeout_min: float = 20.0
+    signatures: tuple[tuple[str, str], ...] = ()  # (class, regex) added to the built-in table
+
+
+@dataclass(frozen=True)
+class NumericsSpec:
+    tolerance: float | None = None  # relative final-loss difference that flags a config
+    allow: bool = False
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    guard_variable: str = "FLAGOPT_PARALLELISM"
+    guard: bool = True
+
+
+@dataclass(frozen=True)
+class Space:
+    """A validated search-space file."""
+
+    source: Path
+    name: str
+    model_tag: str
+    parallelism: str
+    command: tuple[str, ...]
+    workdir: Path
+    timeout_min: float
+    metric: Metric
+    baseline: Baseline
+    params: tuple[Param, ...]
+    profiles: tuple[TrialConfig, ...]
+    executor: ExecutorSpec
+    stop: StopSpec
+    noise: NoiseSpec
+    failures: FailureSpec
+    numerics: NumericsSpec
+    export: ExportSpec
+    configs: tuple[tuple[str, tuple[tuple[str, Scalar], ...]], ...] = ()
+    evidence: bool = False
+    sampler: Literal["tpe", "gp", "random"] = "tpe"
+    seed: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def param(self, name: str) -> Param:
+        return next(p for p in self.params if p.name == name)
