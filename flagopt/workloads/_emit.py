@@ -76,16 +76,17 @@ def unknown_flags_message(flags: Sequence[str], jaxlib_version: str = "0.10.2") 
     double space is reliable there).
 
     Example:
-        >>> unknown_flags_message(["--xla_x=1"], "0.10.2").split("] ", 1)[1]
-        'Unknown flags in XLA_FLAGS: --xla_x=1'
+        >>> unknown_flags_message(["--xla_x=1", "--xla_y=2"], "0.10.2").split("] ", 1)[1]
+        'Unknown flags in XLA_FLAGS: --xla_x=1 --xla_y=2'
     """
     version = _version_tuple(jaxlib_version)
+    # XLA writes "Unknown flag" for one flag and "Unknown flags" for several (parse_flags_from_env.cc).
+    text = f"Unknown flag{'s' if len(flags) > 1 else ''} in XLA_FLAGS: "
     if version >= ABSL_LOG_SINCE:
-        return f"{_absl_prefix('F', 'parse_flags_from_env.cc:234')} Unknown flags in XLA_FLAGS: {' '.join(flags)}"
+        return f"{_absl_prefix('F', 'parse_flags_from_env.cc:234')} {text}{' '.join(flags)}"
     separator = "  " if version < (0, 6) else " "
     trailer = " " if version < (0, 6) else ""
-    line = f"{_glog_prefix('F', 'parse_flags_from_env.cc:225')} Unknown flags in XLA_FLAGS: "
-    return line + separator.join(flags) + trailer
+    return f"{_glog_prefix('F', 'parse_flags_from_env.cc:225')} {text}" + separator.join(flags) + trailer
 
 
 def unknown_flags_exit_code(jaxlib_version: str = "0.10.2") -> int:
@@ -96,10 +97,11 @@ def unknown_flags_exit_code(jaxlib_version: str = "0.10.2") -> int:
 def oom_message(requested_bytes: int) -> str:
     """The ``RESOURCE_EXHAUSTED`` block of a GPU out-of-memory, with its BufferAssignment statistics."""
     gib = requested_bytes / 2**30
+    rounded = -(-requested_bytes // 256) * 256  # the BFC allocator rounds requests up to 256 bytes
     return "\n".join(
         [
             f"{_glog_prefix('W', 'tsl/framework/bfc_allocator.cc:501')} Allocator (GPU_0_bfc) ran out of memory "
-            f"trying to allocate {gib:.2f}GiB (rounded to {requested_bytes})requested by op ",
+            f"trying to allocate {gib:.2f}GiB (rounded to {rounded})requested by op ",
             "Traceback (most recent call last):",
             '  File "train.py", line 412, in train_loop',
             "    state, metrics = p_train_step(state, example_batch, nextrng)",
