@@ -91,17 +91,13 @@ def format_steps(steps: Sequence[int]) -> str:
         >>> format_steps([3, 4, 5, 9, 11, 12])
         '3-5, 9, 11-12'
     """
-    ordered = sorted(set(steps))
-    runs: list[str] = []
-    start = prev = None
-    for step in [*ordered, None]:
-        if start is not None and (step is None or step != prev + 1):
-            runs.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if step is not None:
-            start = step if start is None else start
-            prev = step
-    return ", ".join(runs)
+    runs: list[list[int]] = []
+    for step in sorted(set(steps)):
+        if runs and step == runs[-1][1] + 1:
+            runs[-1][1] = step
+        else:
+            runs.append([step, step])
+    return ", ".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
 
 
 def _check_window(window: tuple[int, int], source: str) -> tuple[int, int]:
