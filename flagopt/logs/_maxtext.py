@@ -24,7 +24,8 @@ the wild); each one is parsed by the same two regular expressions below:
    * Ray: ``(run_maxtext_train pid=78967, ip=10.130.0.11) completed step: ...``, with a trailing
      ``[repeated 9x across cluster]`` when Ray folded identical lines, which hides the folded steps
      (``05_..._ray``: steps 0, 4, 9, 14, 89, 94, 99 are all that is left);
-   * ``[Rampup Batch Size Phase], completed step: ...`` during batch-size ramp-up, without the throughput fields.
+   * ``[Rampup Batch Size Phase], completed step: ...`` during batch-size ramp-up, without the throughput fields
+     (a ``tokens_per_step`` derivation assumes the full batch there too: keep the window after the ramp-up).
 
 8. Multi-host runs print every step once per host (``05_...`` prints step 99 twice, with different numbers;
    ``01_...`` repeats steps 8 and 9): the first print of a step is kept. Other processes' lines in between are

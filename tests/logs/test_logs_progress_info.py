@@ -94,3 +94,15 @@ def test_bad_tables_name_the_row(tmp_path: Path, text: str, message: str) -> Non
 def test_the_packaged_table_loads() -> None:
     keys = {row.key for row in load_info_patterns()}
     assert {"jax_version", "jaxlib_version", "nccl_version", "num_devices", "config.{name}"} <= keys
+
+
+def test_the_package_is_a_pure_core() -> None:
+    # flagopt.logs is imported by the study driver and by readers of records: it must not pull in optuna,
+    # submitit or jax.
+    import subprocess
+    import sys
+
+    code = "import sys, flagopt.logs; print(sorted(m for m in ('optuna', 'submitit', 'jax') if m in sys.modules))"
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert result.stdout.strip() == "[]"
