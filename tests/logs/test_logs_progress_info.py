@@ -62,6 +62,11 @@ def test_run_info_nccl_and_absl_lines_first_statement_wins() -> None:
     }
 
 
+def test_run_info_of_the_reference_workload_header() -> None:
+    info = run_info("System Information: Jax Backend: gpu\nNum_devices: 2, device kind: NVIDIA H200\n")
+    assert info == {"jax_backend": "gpu", "num_devices": "2", "device_kind": "NVIDIA H200"}
+
+
 def test_run_info_of_a_log_without_facts_is_empty() -> None:
     assert run_info("completed step: 0, seconds: 1.0, loss: 1.0\n") == {}
 
