@@ -1,0 +1,42 @@
+"""``python -m flagopt <verb>``: one module per verb, each a ``_add_<verb>`` / ``_cmd_<verb>`` pair.
+
+Example:
+    >>> from flagopt.cli import main
+    >>> main(["validate", "--space", "search_spaces/demo.yaml"])  # doctest: +SKIP
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from flagopt import __version__
+from flagopt.cli import _leaderboard, _run, _validate
+from flagopt.errors import EXIT_FAILURE, FlagoptError
+
+VERBS = [_run, _validate, _leaderboard]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flagopt", description=(
+        "Find the XLA flags, NCCL variables and workload settings that make one JAX training job fastest."))
+    parser.add_argument("--version", action="version", version=f"flagopt {__version__}")
+    sub = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    for verb in VERBS:
+        verb.add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except FlagoptError as exc:
+        print(f"flagopt: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("flagopt: interrupted", file=sys.stderr)
+        return EXIT_FAILURE

@@ -1,0 +1,84 @@
+"""``flagopt run --space FILE``: run or resume the study of a space."""
+
+from __future__ import annotations
+
+import argparse
+
+from flagopt.cli._common import add_storage, console
+from flagopt.errors import EXIT_FAILURE
+from flagopt.executors import BaseExecutor
+from flagopt.space import Space, load_space
+from flagopt.study import Progress, StudyRunner, study_folder
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run or resume the tuning study of a space file")
+    p.add_argument("--space", required=True, metavar="FILE")
+    add_storage(p)
+    p.add_argument("--trials", type=int, default=None, metavar="N", help="launch at most N runs in this invocation")
+    p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
+    p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
+    p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist (pinned nodes)")
+    p.add_argument("--partition", default=None, help="override executor.slurm.partition")
+    p.add_argument("--rebaseline", action="store_true",
+                   help="accept a changed nodelist: run new baselines and do not mix in the old trials")
+    p.add_argument("--force", action="store_true", help="take over the study lock of a driver known to be dead")
+    p.add_argument("--detach", action="store_true",
+                   help="on Ctrl-C / SIGTERM leave running jobs running (a later `run` re-attaches them)")
+    p.add_argument("--no-preflight", action="store_true", help="skip the XLA flag pre-flight check")
+    p.add_argument("--quiet", action="store_true", help="no per-trial output")
+    p.set_defaults(handler=run)
+
+
+def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]:
+    folder = study_folder(storage, space.name) / "jobs"
+    if space.executor.kind == "slurm":
+        from flagopt.executors._slurm import SlurmExecutor, settings_from_spec
+        return SlurmExecutor(folder, settings_from_spec(space.executor.slurm, space.timeout_min)), 2
+    from flagopt.executors import LocalExecutor
+    return LocalExecutor(folder, timeout_min=space.timeout_min), 1
+
+
+def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
+    from dataclasses import replace
+    executor = space.executor
+    if args.executor:
+        executor = replace(executor, kind=args.executor)
+    slurm = executor.slurm
+    if args.nodelist:
+        slurm = replace(slurm, nodelist=args.nodelist)
+    if args.partition:
+        slurm = replace(slurm, partition=args.partition)
+    return replace(space, executor=replace(executor, slurm=slurm))
+
+
+def run(args: argparse.Namespace) -> int:
+    space = apply_overrides(load_space(args.space), args)
+    out = console()
+    if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
+        from flagopt.executors._slurm import check_pinned_nodes
+        check_pinned_nodes(space.executor.slurm.nodelist)
+    if not args.no_preflight:
+        from flagopt.cli._preflight import run_preflight
+        if run_preflight(space, out, before_run=True) != 0:
+            return EXIT_FAILURE
+    executor, in_flight = make_executor(space, args.storage)
+    runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
+                         n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
+                         max_in_flight=in_flight, progress=Progress(out, quiet=args.quiet),
+                         default_of=_registry_default())
+    out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
+              f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")
+    verdict = runner.run()
+    out.print(f"next: python -m flagopt leaderboard {space.name}"
+              + (f" --storage {args.storage}" if args.storage else ""))
+    return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE
+
+
+def _registry_default():
+    try:
+        from flagopt.flags import FlagRegistry
+    except ImportError:
+        return None
+    registry = FlagRegistry.load()
+    return registry.default

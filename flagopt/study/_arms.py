@@ -1,0 +1,75 @@
+"""Group the study's runs into arms (one per configuration) and estimate each arm's drift-corrected gain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from flagopt import stats
+from flagopt.space import NoiseSpec
+from flagopt.study._records import BASELINE, RunRecord
+
+
+@dataclass(frozen=True)
+class Arm:
+    """Every successful run of one configuration and what they say about its gain."""
+
+    config_key: str
+    label: str
+    kind: str
+    first: RunRecord
+    runs: tuple[RunRecord, ...]
+    estimate: stats.ArmEstimate | None
+    verdict: str  # better | worse | same | unknown
+    numerics_flagged: bool = False
+    failures: tuple[RunRecord, ...] = field(default_factory=tuple)
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+
+def to_run(rec: RunRecord) -> stats.Run:
+    return stats.Run(t=rec.t, value=float(rec.steady), step_std=float(rec.attrs.get("steady_std") or 0.0),
+                     n_steps=int(rec.attrs.get("steady_n") or 1))
+
+
+def baseline_runs(records: Sequence[RunRecord]) -> list[stats.Run]:
+    return [to_run(r) for r in records if r.is_baseline and r.ok]
+
+
+def value_for(direction: str, value: float) -> float:
+    # Gains are always "higher is better": a minimized metric (seconds/step) is inverted before scoring.
+    return value if direction == "maximize" else 1.0 / value
+
+
+def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "maximize") -> list[Arm]:
+    """Arms in order of first appearance, excluding the baseline-deployed control itself."""
+    normalised = [_normalise(r, direction) for r in records]
+    baselines = baseline_runs(normalised)
+    groups: dict[str, list[RunRecord]] = {}
+    for rec in normalised:
+        if rec.is_baseline or rec.kind == "evidence" or not rec.config_key:
+            continue
+        groups.setdefault(rec.config_key, []).append(rec)
+    arms = []
+    for key, recs in groups.items():
+        ok = tuple(r for r in recs if r.ok)
+        failures = tuple(r for r in recs if not r.ok and r.status != "running")
+        first = recs[0]
+        estimate = None
+        verdict = "unknown"
+        if ok and baselines:
+            estimate = stats.estimate_arm([to_run(r) for r in ok], baselines, confidence=noise.confidence)
+            verdict = stats.verdict(estimate, min_effect=noise.min_effect, min_runs=noise.min_runs)
+        arms.append(Arm(config_key=key, label=first.label, kind=first.kind if first.kind != "repeat" else "sampled",
+                        first=first, runs=ok, estimate=estimate, verdict=verdict,
+                        numerics_flagged=any(r.attrs.get("numerics_flag") for r in ok), failures=failures))
+    return arms
+
+
+def _normalise(rec: RunRecord, direction: str) -> RunRecord:
+    if direction == "maximize" or rec.steady is None:
+        return rec
+    return RunRecord(rec.number, rec.kind, rec.profile, rec.config_key, rec.status, value_for(direction, rec.steady),
+                     rec.t, rec.gain, rec.attrs, rec.params)

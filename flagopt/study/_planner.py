@@ -1,0 +1,212 @@
+"""Decide what to run next: baselines first, drift controls, confirmations, profiles, then the sampler; or stop.
+
+This is where flagopt differs from plain Optuna: it never trusts one run. Every gain is measured against the
+drift-corrected baseline, candidates that could matter are re-run (interleaved with baseline controls) until the
+statistics give a verdict, and the study stops on a confirmed winner, on a defensible negative finding, or on budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flagopt import stats
+from flagopt.space import Space, TrialConfig
+from flagopt.study._arms import Arm, baseline_runs
+from flagopt.study._records import BASELINE, NO_ENV, RunRecord
+
+SAMPLE = "sample"
+#: A baseline that fails this many times in a row means the job itself is broken: no trial can be scored.
+MAX_BASELINE_FAILURES = 3
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run to launch."""
+
+    config: TrialConfig
+    kind: str  # recorded kind: baseline-deployed | baseline-no-env | profile | sampled | repeat | evidence
+    reason: str
+    repeat_of: int | None = None
+    retry_of: int | None = None
+    retries: int = 0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why the study stopped, with the evidence behind it (stored on the study as ``flagopt.verdict``)."""
+
+    reason: str  # win | null | budget | time | stopped | baseline-failed
+    message: str
+    winner: dict[str, Any] | None = None
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    noise: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "message": self.message, "winner": self.winner, "tried": self.tried,
+                "noise": self.noise, "decided_at": time.time()}
+
+
+def config_of(rec: RunRecord) -> TrialConfig:
+    """The configuration a recorded run used, to run it again."""
+    if rec.kind in (BASELINE, NO_ENV):
+        return TrialConfig(kind=rec.kind, profile=rec.kind)
+    s = rec.attrs.get("settings") or {}
+    return TrialConfig(kind="repeat", profile=rec.profile, xla=tuple((s.get("xla") or {}).items()),
+                       libtpu=tuple((s.get("libtpu") or {}).items()), env=tuple((s.get("env") or {}).items()),
+                       args=tuple((s.get("args") or {}).items()))
+
+
+def arm_summary(arm: Arm) -> dict[str, Any]:
+    est = arm.estimate
+    return {"label": arm.label, "config_key": arm.config_key, "trial": arm.first.number, "kind": arm.kind,
+            "settings": arm.first.attrs.get("settings"), "runs": arm.n, "verdict": arm.verdict,
+            "gain": est.gain if est else None, "ci": [est.lo, est.hi] if est else None,
+            "numerics_flagged": arm.numerics_flagged}
+
+
+def _seconds_per_run(records: Sequence[RunRecord]) -> float:
+    """Typical wall time of one run: drift is measured per second, controls are spaced in runs."""
+    spans = [float(r.attrs["ended_at"]) - float(r.attrs["started_at"]) for r in records
+             if r.attrs.get("ended_at") and r.attrs.get("started_at")]
+    return sum(spans) / len(spans) if spans else 1.0
+
+
+class Planner:
+    """Chooses the next run from the study's history. Pure: it reads records, it launches nothing."""
+
+    def __init__(self, space: Space, *, started_at: float | None = None) -> None:
+        self.space = space
+        self.started_at = started_at or time.time()
+
+    # -- the decision -------------------------------------------------------------------------------------------
+    def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan]) -> Plan | Verdict | str:
+        space = self.space
+        flying = {p.kind for p in in_flight}
+        baselines = [r for r in records if r.is_baseline]
+        ok_baselines = [r for r in baselines if r.ok]
+
+        recent = baselines[-MAX_BASELINE_FAILURES:]
+        if not ok_baselines and len(recent) >= MAX_BASELINE_FAILURES and not any(r.ok for r in recent):
+            return Verdict("baseline-failed", f"baseline-deployed failed {len(recent)} times in a row "
+                           f"({recent[-1].attrs.get('failure_class', 'failed')}: {recent[-1].attrs.get('failure_reason', '')}); "
+                           "no trial can be scored. Fix the command or the deployed flags and run again.")
+        if not ok_baselines:
+            if BASELINE in flying:
+                return "wait"
+            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
+        if not any(r.kind == NO_ENV for r in records) and NO_ENV not in flying:
+            return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env")
+
+        stop = self.stop_verdict(records, arms)
+        if stop is not None:
+            return stop
+
+        confirming = self.candidates(arms, in_flight)
+        if BASELINE not in flying and self.baseline_due(records, confirming=bool(confirming)):
+            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "drift control", repeat_of=ok_baselines[0].number)
+
+        if confirming:
+            chosen = self.pick_candidate(confirming)
+            return Plan(config_of(chosen.first), "repeat", f"confirming {chosen.label}", repeat_of=chosen.first.number)
+
+        attempted = {r.profile for r in records if r.kind == "profile"} | {p.config.profile for p in in_flight}
+        for profile in space.profiles:
+            if profile.profile not in attempted:
+                return Plan(profile, "profile", "catalog profile")
+        if not space.params:
+            return Verdict("budget", "every profile was evaluated and the space has no params to sample",
+                           tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
+        return SAMPLE
+
+    # -- pieces ---------------------------------------------------------------------------------------------------
+    def baseline_due(self, records: Sequence[RunRecord], *, confirming: bool) -> bool:
+        since = 0
+        for rec in reversed(records):
+            if rec.is_baseline:
+                break
+            if rec.status != "invalid":  # runs that never started measured nothing
+                since += 1
+        if confirming:
+            # A confirmation compares against its neighbouring baselines: keep them close.
+            return since >= 2
+        every = self.space.noise.baseline_every
+        if every is None:
+            every = stats.drift_interval(baseline_runs(records), t_per_trial=_seconds_per_run(records))
+        return since >= every
+
+    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan]) -> list[Arm]:
+        """Arms whose gain could clear the bar and whose verdict is still open: worth more runs."""
+        noise = self.space.noise
+        bar = self.space.stop.null_gain
+        flying = {p.repeat_of for p in in_flight}
+        out = []
+        for arm in arms:
+            est = arm.estimate
+            if est is None or arm.first.number in flying or arm.n >= noise.max_repeats:
+                continue
+            if arm.numerics_flagged and not self.space.numerics.allow:
+                continue
+            promising = est.gain >= bar or (arm.n > 1 and est.hi >= bar)
+            open_question = arm.n < noise.min_runs or arm.verdict == "unknown" or (
+                arm.verdict == "better" and est.lo < self.space.stop.win <= est.hi)
+            if promising and open_question:
+                out.append(arm)
+        return out
+
+    def pick_candidate(self, candidates: Sequence[Arm]) -> Arm:
+        noise = self.space.noise
+        by_label = {a.config_key: a for a in candidates}
+        chosen = stats.next_to_sample({k: a.estimate for k, a in by_label.items()},
+                                      target=(self.space.stop.null_gain, self.space.stop.win),
+                                      min_runs=noise.min_runs, max_runs=noise.max_repeats)
+        return by_label.get(chosen) or max(candidates, key=lambda a: a.estimate.gain)
+
+    def stop_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> Verdict | None:
+        space = self.space
+        stop = space.stop
+        eligible = [a for a in arms if a.estimate is not None and (space.numerics.allow or not a.numerics_flagged)]
+        winners = [a for a in eligible if a.verdict == "better" and a.n >= space.noise.min_runs
+                   and a.estimate.lo >= stop.win]
+        noise = self.noise_summary(records)
+        tried = [arm_summary(a) for a in arms]
+        if winners:
+            best = max(winners, key=lambda a: a.estimate.lo)
+            est = best.estimate
+            return Verdict("win", f"{best.label} is a confirmed winner: {est.gain:+.1%} "
+                           f"[{est.lo:+.1%}, {est.hi:+.1%}] over {best.n} runs, lower bound >= {stop.win:.0%}",
+                           winner=arm_summary(best), tried=tried, noise=noise)
+        used = sum(1 for r in records if r.status != "invalid")
+        if used >= stop.max_trials:
+            return self.budget_verdict("budget", f"max_trials ({stop.max_trials}) runs used", eligible, tried, noise)
+        if stop.max_hours is not None and time.time() - self.started_at > stop.max_hours * 3600:
+            return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
+        distinct = [a for a in arms if a.estimate is not None]
+        if len(distinct) >= stop.max_null and not self.candidates(arms, ()):
+            good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
+            if not good:
+                best = max(distinct, key=lambda a: a.estimate.gain)
+                return Verdict("null", f"{len(distinct)} distinct profiles evaluated, none better than "
+                               f"{stop.null_gain:+.0%} (best: {best.label} {best.estimate.gain:+.1%} "
+                               f"[{best.estimate.lo:+.1%}, {best.estimate.hi:+.1%}], {best.verdict}): throughput is "
+                               "structurally bounded at the editable scope", tried=tried, noise=noise)
+        return None
+
+    def budget_verdict(self, reason: str, why: str, eligible: Sequence[Arm], tried: list, noise: dict) -> Verdict:
+        better = [a for a in eligible if a.verdict == "better"]
+        if better:
+            best = max(better, key=lambda a: a.estimate.lo)
+            est = best.estimate
+            return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
+                           f"over {best.n} runs (below the {self.space.stop.win:.0%} win bar)",
+                           winner=arm_summary(best), tried=tried, noise=noise)
+        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed",
+                       tried=tried, noise=noise)
+
+    def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
+        runs = baseline_runs(records)
+        if len(runs) < 2:
+            return {"baseline_runs": float(len(runs))}
+        return {"baseline_runs": float(len(runs)), "run_sigma": stats.run_noise(runs)}
