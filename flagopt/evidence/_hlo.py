@@ -28,7 +28,7 @@ _BITS: dict[str, int] = {
 }  # fmt: skip
 _F8_OR_F4 = re.compile(r"^f(8|4|6)e\d+m\d+\w*$")
 
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\))?\s*->\s*.*\{\s*$")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
 _INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _LEAF = re.compile(r"\b([a-z][a-z0-9]*)\[([^\]]*)\](\{[^}]*\})?")
 _CALLEE_KEYS = ("calls", "body", "condition", "to_apply", "branch_computations",
@@ -231,7 +231,7 @@ def parse_module(text: str) -> HloModuleText:
     if current is not None:
         warnings.append(
             f"the file ends inside computation %{current.name} (opened at line {current.line}): it is truncated, "
-            "so collectives after line %d are missing; re-dump with --xla_dump_to and enough disk" % len(lines)
+            f"so collectives after line {len(lines)} are missing; re-dump with --xla_dump_to and enough disk"
         )
     if entry is None and comps:
         warnings.append("no ENTRY computation was read: the file is truncated or not an HLO module dump")
