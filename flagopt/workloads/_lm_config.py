@@ -45,7 +45,7 @@ class LMConfig:
     stages: int = 0
     host_devices: int = 8
     seed: int = 0
-    lr: float = 0.1
+    lr: float = 0.3
     remat: bool = True
 
     @property

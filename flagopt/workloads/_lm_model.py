@@ -158,3 +158,10 @@ def model_flops_per_step(config: LMConfig) -> float:
     tokens = config.batch * config.seq
     attention = 12 * config.layers * config.seq * config.d_model
     return float(tokens) * (6 * matmul_params(config) + attention)
+
+
+def sgd_update(params: Params, grads: Params, lr: float, clip: float = 1.0) -> Params:
+    """Plain SGD with the gradient clipped to global norm ``clip`` (keeps big bf16 runs from diverging)."""
+    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g.astype(jnp.float32))) for g in jax.tree.leaves(grads)))
+    scale = lr * jnp.minimum(1.0, clip / (norm + 1e-6))
+    return jax.tree.map(lambda p, g: p - scale * g, params, grads)

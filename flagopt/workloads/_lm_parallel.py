@@ -53,7 +53,7 @@ def build_spmd(config: LMConfig, mesh: Mesh) -> tuple[model.Params, jax.Array, S
 
     def train_step(params: model.Params, tokens: jax.Array) -> tuple[model.Params, jax.Array]:
         value, grads = jax.value_and_grad(model.loss)(params, tokens, config, constrain)
-        new = jax.tree.map(lambda p, g: p - config.lr * g, params, grads)
+        new = model.sgd_update(params, grads, config.lr)
         return new, value
 
     token_sharding = NamedSharding(mesh, batch_spec)

@@ -77,7 +77,9 @@ def _pipeline_loss(params: model.Params, tokens: jax.Array, *, config: LMConfig,
     d = jax.lax.axis_index(axis)
     stages = model.cast(jax.tree.map(lambda a: a[0], params["layers"]), dtype)  # (repeats, Ls, ...)
     blocks = tokens.reshape(M, -1, tokens.shape[-1])
-    x_all = model.embed(params, blocks[:, :, :-1], dtype)  # only device 0 reads it
+    # Only device 0 reads it. Marking it varying here keeps the psum of its cotangent (which the
+    # transpose of an implicit per-iteration broadcast would put inside the loop) to once per step.
+    x_all = jax.lax.pcast(model.embed(params, blocks[:, :, :-1], dtype), (axis,), to="varying")
     ring = [(i, (i + 1) % n) for i in range(n)]
 
     def iteration(state: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -120,7 +122,7 @@ def build_pipeline(config: LMConfig, mesh: Mesh) -> tuple[model.Params, jax.Arra
 
     def train_step(params: model.Params, tokens: jax.Array) -> tuple[model.Params, jax.Array]:
         value, grads = jax.value_and_grad(sharded_loss)(params, tokens)
-        return jax.tree.map(lambda p, g: p - config.lr * g, params, grads), value
+        return model.sgd_update(params, grads, config.lr), value
 
     replicated = NamedSharding(mesh, P())
     step = jax.jit(train_step, in_shardings=(shardings, replicated),
