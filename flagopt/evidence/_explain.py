@@ -119,9 +119,13 @@ def _pipelining(flag: str, base: HloEvidence, winner: HloEvidence | None) -> lis
     if not moved:
         return [f"the winner's dump shows no pipelined {kind}: none is marked is_pipelined or starts in one loop "
                 f"iteration and finishes in the next, so {flag} did not change the module"]
+    if len(moved) <= len(before):
+        return [f"the winner's dump has {len(moved)} pipelined {kind} op(s) and the baseline's {len(before)}: "
+                f"{flag} did not pipeline more of them"]
     pairs = "start/done pairs" if any(c.is_async for c in moved) else "ops"
-    return [f"pipelining moved {len(moved)} {kind} {pairs} across loop iterations "
-            f"(is_pipelined or started before the iteration that uses them; baseline: {len(before)})"]
+    return [f"pipelining moved {len(moved) - len(before)} {kind} {pairs} across loop iterations "
+            f"({len(moved)} in the winner's dump are is_pipelined or started an iteration ahead, "
+            f"{len(before)} in the baseline's)"]
 
 
 def _loops(flag: str, base: HloEvidence, winner: HloEvidence | None) -> list[str]:
