@@ -68,25 +68,29 @@ def _version_tuple(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def unknown_flags_message(flags: Sequence[str], jaxlib_version: str = "0.10.2") -> str:
+def unknown_flags_message(flags: Sequence[str], jaxlib_version: str = "0.10.2", stale: Sequence[str] = ()) -> str:
     """The fatal line XLA prints when ``XLA_FLAGS`` holds flags it does not know.
 
-    jaxlib >= 0.7 uses absl logging; older versions the glog-like prefix, with a trailing space after each flag
-    run (0.4.28 - 0.5.x print ``flag  flag `` with double spaces, which is why only the text before the first
-    double space is reliable there).
+    jaxlib >= 0.7 uses absl logging, older versions a glog-like prefix. jaxlib < 0.6 also prints leftover argv
+    entries: an empty one (hence a double space) followed by ``stale`` flags that are actually known, so only
+    the text before the first double space is reliable there (reference log, jaxlib 0.4.28 - 0.5.0).
 
     Example:
         >>> unknown_flags_message(["--xla_x=1", "--xla_y=2"], "0.10.2").split("] ", 1)[1]
         'Unknown flags in XLA_FLAGS: --xla_x=1 --xla_y=2'
+        >>> unknown_flags_message(["--xla_x=1"], "0.5.0", stale=["--xla_k=0"]).split("] ", 1)[1]
+        'Unknown flags in XLA_FLAGS: --xla_x=1  --xla_k=0 '
     """
     version = _version_tuple(jaxlib_version)
-    # XLA writes "Unknown flag" for one flag and "Unknown flags" for several (parse_flags_from_env.cc).
-    text = f"Unknown flag{'s' if len(flags) > 1 else ''} in XLA_FLAGS: "
+    entries = list(flags)
+    if version < (0, 6) and stale:
+        entries += ["", *stale]
+    # XLA writes "Unknown flag" for one entry and "Unknown flags" for several (parse_flags_from_env.cc).
+    text = f"Unknown flag{'s' if len(entries) > 1 else ''} in XLA_FLAGS: " + " ".join(entries)
     if version >= ABSL_LOG_SINCE:
-        return f"{_absl_prefix('F', 'parse_flags_from_env.cc:234')} {text}{' '.join(flags)}"
-    separator = "  " if version < (0, 6) else " "
+        return f"{_absl_prefix('F', 'parse_flags_from_env.cc:234')} {text}"
     trailer = " " if version < (0, 6) else ""
-    return f"{_glog_prefix('F', 'parse_flags_from_env.cc:225')} {text}" + separator.join(flags) + trailer
+    return f"{_glog_prefix('F', 'parse_flags_from_env.cc:225')} {text}{trailer}"
 
 
 def unknown_flags_exit_code(jaxlib_version: str = "0.10.2") -> int:

@@ -87,24 +87,26 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _rejected_flags(xla_flags: str, bad: set[str], jaxlib: str) -> list[str]:
-    from flagopt.flags import FlagRegistry
+def _rejected_flags(tokens: list[str], bad: set[str], jaxlib: str) -> list[str]:
+    from flagopt.flags import FlagRegistry, flag_name
 
     registry = FlagRegistry.load()
-    rejected = []
-    for token in shlex.split(xla_flags):
-        name = token.lstrip("-\u2013\u2014").split("=", 1)[0]
-        if name in bad or not token.startswith("--") or not registry.accepted_by(name, jaxlib):
-            rejected.append(token)
-    return rejected
+    return [
+        token
+        for token in tokens
+        if flag_name(token) in bad or not token.startswith("--") or not registry.accepted_by(flag_name(token), jaxlib)
+    ]
 
 
 def _check_flags(opts: dict[str, str]) -> None:
     bad = {name.strip().lstrip("-") for name in opts["bad_flags"].split(",") if name.strip()}
-    rejected = _rejected_flags(os.environ.get("XLA_FLAGS", ""), bad, opts["jaxlib"])
+    tokens = shlex.split(os.environ.get("XLA_FLAGS", ""))
+    rejected = _rejected_flags(tokens, bad, opts["jaxlib"])
     if not rejected:
         return
-    _err(_emit.unknown_flags_message(rejected, opts["jaxlib"]))
+    # Old jaxlibs also print leftover argv entries; emulate the observed layout (see _emit.unknown_flags_message).
+    stale = tokens[len(rejected) + 1 :]
+    _err(_emit.unknown_flags_message(rejected, opts["jaxlib"], stale))
     if _emit.unknown_flags_exit_code(opts["jaxlib"]) == _emit.UNKNOWN_FLAG_EXIT_CODE_OLD:
         _die(signal.SIGABRT)
     sys.exit(_emit.UNKNOWN_FLAG_EXIT_CODE)

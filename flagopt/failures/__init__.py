@@ -1,0 +1,51 @@
+"""Failure classes, their log signatures (data: ``signatures.yaml``) and what the study does about each."""
+
+from __future__ import annotations
+
+from flagopt.failures._classify import Failure, classify
+from flagopt.failures._policy import HANDLING, SUCCESS, Handling, handling_for
+from flagopt.failures._signatures import (
+    BENIGN_EXIT,
+    CANCELLED,
+    COORDINATION_TIMEOUT,
+    CRASH,
+    FAILURE_CLASSES,
+    HANG,
+    INCOMPLETE,
+    NCCL_INIT,
+    NODE_FAILURE,
+    NUMERICS_DRIFT,
+    NUMERICS_NAN,
+    OOM,
+    PREEMPTION,
+    TIME_LIMIT,
+    UNKNOWN_FLAG,
+    Signature,
+    signatures_from_data,
+)
+
+__all__ = [
+    "BENIGN_EXIT",
+    "CANCELLED",
+    "COORDINATION_TIMEOUT",
+    "CRASH",
+    "FAILURE_CLASSES",
+    "HANDLING",
+    "HANG",
+    "INCOMPLETE",
+    "NCCL_INIT",
+    "NODE_FAILURE",
+    "NUMERICS_DRIFT",
+    "NUMERICS_NAN",
+    "OOM",
+    "PREEMPTION",
+    "SUCCESS",
+    "TIME_LIMIT",
+    "UNKNOWN_FLAG",
+    "Failure",
+    "Handling",
+    "Signature",
+    "classify",
+    "handling_for",
+    "signatures_from_data",
+]

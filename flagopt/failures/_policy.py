@@ -1,0 +1,92 @@
+"""What the study does with each failure class: retry, exclude, stop, or count the trial anyway.
+
+``retries`` is how many times the same configuration is re-run; once they are used up the trial is recorded
+with ``status`` and, where ``stop_study`` is set, the study stops with a report (immediately when
+``retries`` is 0).
+
+| class | status | retries | then |
+|---|---|---|---|
+| oom | infeasible | 0 | record the requested size; never retried |
+| unknown-flag | invalid | 0 | exclude that flag value from sampling |
+| nccl-init | flake | 3 | record as an infra flake, continue |
+| coordination-timeout | flake | 2 | stop the study (the cluster is unhealthy) |
+| hang | flake | 1 | a deterministic deadlock would cost a full hang deadline per retry |
+| node-failure | flake | 0 | stop the study with a report |
+| preemption | flake | 3 | resubmit; not the configuration's fault |
+| time-limit | failed | 1 | retry once (a slow start or queue hiccup), then failed |
+| cancelled | cancelled | 0 | someone cancelled it on purpose |
+| benign-exit | ok | 0 | the window is complete: a success |
+| numerics-nan | failed | 0 | |
+| numerics-drift | ok | 0 | a success, flagged for review |
+| incomplete | failed | 0 | the command ran fewer steps than the window |
+| crash | failed | 0 | |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from flagopt.failures import _signatures as s
+
+
+@dataclass(frozen=True)
+class Handling:
+    """The policy for one failure class.
+
+    Attributes:
+        retries: re-runs of the same configuration before giving up.
+        infeasible: the configuration cannot run here (tell the sampler it violates a constraint).
+        exclude_value: the offending flag value must not be sampled again.
+        stop_study: stop the whole study once retries are used up.
+        counts_as_success: the measurement is valid (the trial's value is used).
+        status: the trial record's ``status`` once retries are used up.
+        flagged: keep the value but mark it for review.
+    """
+
+    retries: int
+    infeasible: bool
+    exclude_value: bool
+    stop_study: bool
+    counts_as_success: bool
+    status: str
+    flagged: bool = False
+
+
+def _h(retries: int, status: str, *, infeasible: bool = False, exclude: bool = False, stop: bool = False,
+       success: bool = False, flagged: bool = False) -> Handling:  # fmt: skip
+    return Handling(retries, infeasible, exclude, stop, success, status, flagged)
+
+
+HANDLING: Mapping[str, Handling] = MappingProxyType(
+    {
+        s.OOM: _h(0, "infeasible", infeasible=True),
+        s.UNKNOWN_FLAG: _h(0, "invalid", exclude=True),
+        s.NCCL_INIT: _h(3, "flake"),
+        s.COORDINATION_TIMEOUT: _h(2, "flake", stop=True),
+        s.HANG: _h(1, "flake"),
+        s.NODE_FAILURE: _h(0, "flake", stop=True),
+        s.PREEMPTION: _h(3, "flake"),
+        s.TIME_LIMIT: _h(1, "failed"),
+        s.CANCELLED: _h(0, "cancelled"),
+        s.BENIGN_EXIT: _h(0, "ok", success=True),
+        s.NUMERICS_NAN: _h(0, "failed"),
+        s.NUMERICS_DRIFT: _h(0, "ok", success=True, flagged=True),
+        s.INCOMPLETE: _h(0, "failed"),
+        s.CRASH: _h(0, "failed"),
+    }
+)
+
+#: The handling of a clean trial (``classify`` returned ``None``).
+SUCCESS = _h(0, "ok", success=True)
+
+
+def handling_for(failure_class: str | None) -> Handling:
+    """The handling of a class (``None``: success).
+
+    Example:
+        >>> handling_for("nccl-init").retries
+        3
+    """
+    return SUCCESS if failure_class is None else HANDLING[failure_class]
