@@ -53,7 +53,9 @@ def _run(config: LMConfig) -> None:
     print(f"Num_devices: {n}, device kind: {devices[0].device_kind}", flush=True)
     check_layout(config, n)
     shown = {**vars(config), "d_ff": config.ff, "stages": config.stages or n}
-    print("Config: " + " ".join(f"{k}={v}" for k, v in shown.items()), flush=True)
+    # Printed as key=value words that parse_args accepts again, so a log line can rebuild the run.
+    words = (f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shown.items())
+    print("Config: " + " ".join(words), flush=True)
     print(f"Model: params={model.matmul_params(config) + config.vocab * config.d_model} "
           f"model_flops_per_step={model.model_flops_per_step(config):.4g}", flush=True)
 

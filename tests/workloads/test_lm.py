@@ -143,3 +143,10 @@ def test_parse_args_later_repeat_wins_and_defaults() -> None:
 def test_main_reports_usage_errors_without_running(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["seq=abc"]) == EXIT_USAGE
     assert "seq" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_config_line_round_trips(outputs: dict) -> None:
+    line = next(ln for ln in outputs["pp_m2"].stdout.splitlines() if ln.startswith("Config: "))
+    echoed = parse_args(line.removeprefix("Config: ").split())
+    assert echoed == parse_args([*TINY, *RUNS["pp_m2"], "d_ff=128"])
