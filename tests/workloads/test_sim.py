@@ -1,0 +1,173 @@
+"""The simulated cluster job: truth model in-process, and the real process (flags, state file, failures)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flagopt.errors import FlagoptError
+from flagopt.failures import classify
+from flagopt.logs import parse_steps
+from flagopt.workloads.sim import SimulatedFailure, landscape_names, load_landscape, parse_xla_flags
+
+AG = "xla_gpu_all_gather_combine_threshold_bytes"
+OVERLAP = "xla_gpu_experimental_parallel_collective_overlap_limit"
+GiB = 2**30
+
+
+def run_sim(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NCCL_PROTO", "FLAGOPT_SIM_STATE")}
+    return subprocess.run(
+        [sys.executable, "-m", "flagopt.workloads.sim", *args],
+        env={**clean, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_xla_flags_resolve_last_wins() -> None:
+    flags, tokens = parse_xla_flags(f"--{AG}=1073741824 --xla_gpu_enable_pipelined_all_gather --{AG}=8589934592")
+    assert flags[AG] == "8589934592"
+    assert flags["xla_gpu_enable_pipelined_all_gather"] == "true"
+    assert len(tokens) == 3
+
+
+def test_public_numbers_are_the_calibration() -> None:
+    fsdp, pp, h200 = load_landscape("fsdp64"), load_landscape("pp64"), load_landscape("h200x2")
+    assert fsdp.true_gain({AG: 1 * GiB}) == pytest.approx(0.116, abs=0.002)  # vs the image's 8 GiB
+    assert fsdp.true_gain({OVERLAP: 2}) == pytest.approx(-0.041, abs=0.002)
+    assert pp.true_gain({OVERLAP: 2}) == pytest.approx(0.048, abs=0.002)
+    assert pp.true_gain({AG: 1 * GiB}) == pytest.approx(-0.066, abs=0.002)
+    assert pp.true_gain({"NCCL_PROTO": "Simple"}) == pytest.approx(0.033, abs=0.002)
+    assert pp.true_gain({"NCCL_PROTO": "Simple", OVERLAP: 2}) < 0.033 + 0.048  # not additive
+    assert h200.true_gain({"NCCL_PROTO": "Simple"}) == pytest.approx(-0.02, abs=0.002)
+    assert h200.true_gain({"xla_gpu_enable_latency_hiding_scheduler": False}) == pytest.approx(-0.009, abs=0.002)
+    pair = {"xla_gpu_enable_pipelined_all_gather": True, "xla_gpu_enable_while_loop_double_buffering": True}
+    alone = sum(h200.true_gain({k: v}) for k, v in pair.items())
+    assert 0.03 <= h200.true_gain(pair) < alone
+
+
+def test_nested_trial_settings_equal_flat_ones() -> None:
+    land = load_landscape("pp64")
+    nested = {"xla": {f"--{OVERLAP}": "2"}, "env": {"NCCL_PROTO": "Simple"}, "args": {}}
+    assert land.true_gain(nested) == land.true_gain({OVERLAP: 2, "NCCL_PROTO": "Simple"})
+
+
+def test_sample_run_is_deterministic_for_a_seed_and_launch() -> None:
+    land = load_landscape("h200x2")
+    first = land.sample_run({}, 7, np.random.default_rng([3, 7]))
+    again = land.sample_run({}, 7, np.random.default_rng([3, 7]))
+    other = land.sample_run({}, 8, np.random.default_rng([3, 8]))
+    assert first == again
+    assert first != other
+    assert first[0] < 0.5 * min(first[2:])  # step 0 carries compilation
+
+
+def test_sampled_runs_centre_on_the_true_gain_with_the_landscape_noise() -> None:
+    land = load_landscape("win10")
+    rng = np.random.default_rng(0)
+    tree = [np.mean(land.sample_run({"NCCL_ALGO": "Tree"}, 0, rng)[3:]) for _ in range(400)]
+    base = [np.mean(land.sample_run({}, 0, rng)[3:]) for _ in range(400)]
+    assert np.mean(tree) / np.mean(base) - 1 == pytest.approx(land.true_gain({"NCCL_ALGO": "Tree"}), abs=0.003)
+    assert np.std(base) / np.mean(base) == pytest.approx(land.noise["run"], rel=0.2)
+
+
+def test_best_is_the_true_optimum_of_the_grid() -> None:
+    assert load_landscape("null").best().gain == 0.0
+    win = load_landscape("win10").best()
+    assert win.settings["NCCL_ALGO"] == "Tree" and win.gain >= 0.10
+    fsdp = load_landscape("fsdp64")
+    best = fsdp.best()
+    assert best.settings[AG] == 1 * GiB
+    grid = fsdp.params[AG].grid()
+    assert all(fsdp.true_gain({**best.settings, AG: v}, on_baseline=False) <= best.gain for v in grid)
+    assert fsdp.oom_bytes(best.settings, on_baseline=False) is None
+
+
+def test_in_process_failures_carry_the_real_texts() -> None:
+    land = load_landscape("fsdp64")
+    with pytest.raises(SimulatedFailure) as oom:
+        land.sample_run({AG: 64 * GiB}, 0, np.random.default_rng(0))
+    assert oom.value.kind == "oom" and "RESOURCE_EXHAUSTED" in oom.value.text
+    with pytest.raises(SimulatedFailure) as unknown:
+        land.sample_run({"xla_gpu_enable_async_collectives": True}, 0, np.random.default_rng(0))
+    assert unknown.value.kind == "unknown_flag" and "xla_gpu_enable_async_collectives" in unknown.value.text
+
+
+def test_every_landscape_loads_with_a_search_space_and_an_unknown_one_is_an_error() -> None:
+    names = landscape_names()
+    assert {"fsdp64", "pp64", "h200x2", "win10", "null"} <= set(names)
+    for name in names:
+        land = load_landscape(name)
+        space = land.space_params()
+        assert space and all(entry["target"] in ("xla", "env", "args") for entry in space.values())
+        assert land.true_gain({}) == 0.0
+    with pytest.raises(FlagoptError, match="unknown landscape"):
+        load_landscape("nope")
+
+
+def test_a_real_process_prints_fifteen_parseable_step_lines(tmp_path: Path) -> None:
+    proc = run_sim(["landscape=h200x2", "seed=1", "steps=15", "step_s=0.0", "launch=0"], {}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    samples = parse_steps(proc.stdout)
+    assert [s.step for s in samples] == list(range(15))
+    steady = np.mean([s.value for s in samples[3:]])
+    assert steady == pytest.approx(load_landscape("h200x2").tokens_per_s, rel=0.03)
+
+
+def test_the_process_reads_flags_env_and_args(tmp_path: Path) -> None:
+    common = ["landscape=pp64", "seed=2", "steps=8", "launch=0"]
+    plain = run_sim(common, {}, tmp_path)
+    tuned = run_sim(
+        [*common, "num_pipeline_microbatches=32"],
+        {"XLA_FLAGS": f"--{OVERLAP}=1 --{OVERLAP}=2", "NCCL_PROTO": "Simple"},
+        tmp_path,
+    )
+    ratio = np.mean([s.value for s in parse_steps(tuned.stdout)[3:]]) / np.mean(
+        [s.value for s in parse_steps(plain.stdout)[3:]]
+    )
+    truth = load_landscape("pp64").true_gain({OVERLAP: 2, "NCCL_PROTO": "Simple", "num_pipeline_microbatches": 32})
+    assert ratio - 1 == pytest.approx(truth, abs=0.01)  # same seed and launch: the noise cancels
+
+
+def test_an_oom_region_exits_non_zero_with_the_oom_text(tmp_path: Path) -> None:
+    proc = run_sim(["landscape=fsdp64", "launch=0"], {"XLA_FLAGS": f"--{AG}={64 * GiB}"}, tmp_path)
+    assert proc.returncode == 1
+    assert "RESOURCE_EXHAUSTED: Out of memory" in proc.stderr
+    failure = classify(proc.stdout + proc.stderr, exit_code=proc.returncode)
+    assert failure is not None and "oom" in str(failure).lower()
+
+
+def test_an_unknown_flag_aborts_at_start(tmp_path: Path) -> None:
+    proc = run_sim(["landscape=h200x2", "launch=0"], {"XLA_FLAGS": "--xla_gpu_enable_async_collectives=true"}, tmp_path)
+    assert proc.returncode != 0
+    assert "Unknown flag" in proc.stderr and "xla_gpu_enable_async_collectives" in proc.stderr
+    assert "completed step" not in proc.stdout
+
+
+def test_drift_moves_the_mean_across_launches_via_the_state_file(tmp_path: Path) -> None:
+    state = tmp_path / "sim.state"
+    land = load_landscape("null")
+
+    def launched() -> list[float]:
+        proc = run_sim(["landscape=null", "seed=4", "steps=6"], {"FLAGOPT_SIM_STATE": str(state)}, tmp_path)
+        return [s.value for s in parse_steps(proc.stdout)]
+
+    for launch in range(2):  # each process takes the next launch index from the state file
+        assert launched() == pytest.approx(land.sample_run({}, launch, np.random.default_rng([4, launch]), 6), rel=1e-6)
+    assert state.read_text().strip() == "2"
+    state.write_text("59")
+    assert launched() == pytest.approx(land.sample_run({}, 59, np.random.default_rng([4, 59]), 6), rel=1e-6)
+    # and the level at launch 59 sits the landscape's drift above launch 0
+    rng = np.random.default_rng(0)
+    early = np.mean([np.mean(land.sample_run({}, 0, rng)[3:]) for _ in range(300)])
+    late = np.mean([np.mean(land.sample_run({}, 59, rng)[3:]) for _ in range(300)])
+    assert late / early - 1 == pytest.approx(land.drift_model["total"] * 59 / 60, abs=0.01)
