@@ -27,8 +27,8 @@ from flagopt.flags._registry import flag_name
 
 _UNKNOWN = re.compile(r"Unknown flags? in (?P<var>[A-Za-z_][A-Za-z0-9_]*): ?(?P<rest>[^\n]*)")
 _BAD_VALUE = (
-    re.compile(r"Couldn't interpret value (?P<value>.*) for flag (?P<name>[\w.]+)\.?"),
-    re.compile(r"Illegal value for --(?P<name>[\w.]+) '(?P<value>.*)'"),
+    re.compile(r"Couldn't interpret value (?P<value>.*) for flag (?P<name>\w+)"),
+    re.compile(r"Illegal value for --(?P<name>\w+) '(?P<value>.*)'"),
 )
 _PARSE_FAILED = re.compile(r"Flag parsing failed")
 _ODD_DASHES = "\u2013\u2014\u2212"  # en dash, em dash, minus sign: what word processors and chats turn "--" into
