@@ -14,4 +14,6 @@ def add_storage(parser: argparse.ArgumentParser) -> None:
 
 
 def console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=None)
+    probe = Console()
+    # Logs and CI are not terminals: rich would wrap tables at 80 columns there.
+    return Console(highlight=False, width=None if probe.is_terminal else 160)

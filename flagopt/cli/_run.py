@@ -58,15 +58,15 @@ def run(args: argparse.Namespace) -> int:
     if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
         from flagopt.executors._slurm import check_pinned_nodes
         check_pinned_nodes(space.executor.slurm.nodelist)
+    excluded: list[str] = []
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
-        if run_preflight(space, out, before_run=True) != 0:
-            return EXIT_FAILURE
+        excluded = sorted(run_preflight(space, out, before_run=True).rejected)
     executor, in_flight = make_executor(space, args.storage)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
                          max_in_flight=in_flight, progress=Progress(out, quiet=args.quiet),
-                         default_of=_registry_default())
+                         default_of=_registry_default(), preflight_excluded=tuple(excluded))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
               f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")
     verdict = runner.run()
@@ -76,9 +76,5 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _registry_default():
-    try:
-        from flagopt.flags import FlagRegistry
-    except ImportError:
-        return None
-    registry = FlagRegistry.load()
-    return registry.default
+    from flagopt.flags import FlagRegistry
+    return FlagRegistry.load().default

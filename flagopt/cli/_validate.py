@@ -24,5 +24,6 @@ def run(args: argparse.Namespace) -> int:
               f"executor {space.executor.kind}")
     if args.preflight:
         from flagopt.cli._preflight import run_preflight
-        return run_preflight(space, out)
+        result = run_preflight(space, out)
+        return 0 if result.report.status != "failed" else 2
     return 0

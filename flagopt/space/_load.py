@@ -364,7 +364,11 @@ def _failures(r: Reader) -> FailureSpec:
             re.compile(pattern)
         except re.error as exc:
             sr.fail(f"not a valid regular expression: {exc}", sr.key("pattern"))
-        sigs.append((sr.get("class", str, required=True), pattern))
+        cls = sr.get("class", str, required=True)
+        from flagopt.failures import FAILURE_CLASSES
+        if cls not in FAILURE_CLASSES:
+            sr.fail(f"unknown failure class {cls!r} (one of {', '.join(FAILURE_CLASSES)})", sr.key("class"))
+        sigs.append((cls, pattern))
     return FailureSpec(hang_min=r.number("hang_min", 10.0, low=0.01),
                        init_timeout_min=r.number("init_timeout_min", 20.0, low=0.01), signatures=tuple(sigs))
 

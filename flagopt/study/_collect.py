@@ -74,7 +74,9 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
         steady = steady_state(samples, metric.window)
     except MetricWindowError as exc:
         window_error = str(exc)
-    extra = [failures.Signature(failure_class=c, patterns=(p,)) for c, p in space.failures.signatures]
+    extra = failures.signatures_from_data(
+        [{"name": f"space-{i}", "class": c, "patterns": [p]} for i, (c, p) in enumerate(space.failures.signatures)],
+        str(space.source), "failures.signatures")
     failure = failures.classify(
         text,
         exit_code=rank0.exit_code if rank0 else None,
@@ -89,8 +91,7 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
     if failure is not None and not failures.HANDLING[failure.failure_class].counts_as_success:
         attrs.update(failure_class=failure.failure_class, failure_reason=failure.reason,
                      failure_lines=list(failure.lines)[:20], failure_details=_jsonable(dict(failure.details)))
-        status = R.INFEASIBLE if failures.HANDLING[failure.failure_class].infeasible else (
-            R.INVALID if failures.HANDLING[failure.failure_class].exclude_value else R.FAILED)
+        status = failures.HANDLING[failure.failure_class].status
         return Collected(status=status, attrs=attrs, failure=failure)
     if failure is not None:  # e.g. a benign SIGTERM after every window step was printed
         attrs["benign"] = f"{failure.failure_class}: {failure.reason}"

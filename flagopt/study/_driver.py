@@ -77,6 +77,7 @@ class StudyRunner:
     max_in_flight: int = 1
     progress: Progress = field(default_factory=Progress)
     default_of: Callable[[str], Any] | None = None
+    preflight_excluded: tuple[str, ...] = ()
     poll_s: float = 0.5
 
     def __post_init__(self) -> None:
@@ -121,6 +122,8 @@ class StudyRunner:
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self._record_study()
+            if self.preflight_excluded:
+                self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))
             self._recover()
             return self._loop()
         finally:
@@ -225,6 +228,14 @@ class StudyRunner:
         if plan.kind == "evidence":
             extra = (f"--xla_dump_to={trial_dir / 'hlo'}", *EVIDENCE_FLAGS)
         rendered = render(self.space, plan.config, default_of=self.default_of, extra_flags=extra)
+        hit = sorted(set(rendered.xla_flags.split()) & self._excluded())
+        if hit:
+            # Known to abort at XLA start (pre-flight or an earlier trial): record it, spend no allocation on it.
+            self._tell_static(trial, plan.config, plan.kind, R.INVALID, failure_class="unknown-flag",
+                              failure_reason=f"not run: the installed XLA rejects {', '.join(hit)}",
+                              xla_flags=rendered.xla_flags)
+            self.progress.note(f"trial {trial.number} {plan.config.profile}: not run, XLA rejects {', '.join(hit)}")
+            return
         launch = self._launch_spec(rendered, trial_dir)
         write_trial_files(trial_dir, rendered)
         submitted_at = time.time()

@@ -81,6 +81,8 @@ class Planner:
         self.space = space
         self.started_at = started_at or time.time()
 
+    _sigma: float = stats.DEFAULT_NOISE_FLOOR
+
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan]) -> Plan | Verdict | str:
         space = self.space
@@ -100,6 +102,8 @@ class Planner:
         if not any(r.kind == NO_ENV for r in records) and NO_ENV not in flying:
             return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env")
 
+        runs = baseline_runs(records)
+        self._sigma = max(stats.run_noise(runs), 0.003) if len(runs) >= 2 else 0.01
         stop = self.stop_verdict(records, arms)
         if stop is not None:
             return stop
@@ -142,6 +146,7 @@ class Planner:
         noise = self.space.noise
         bar = self.space.stop.null_gain
         flying = {p.repeat_of for p in in_flight}
+        sigma = self._sigma
         out = []
         for arm in arms:
             est = arm.estimate
@@ -149,7 +154,9 @@ class Planner:
                 continue
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue
-            promising = est.gain >= bar or (arm.n > 1 and est.hi >= bar)
+            # One run is promising when it lands within one run-noise sigma of the bar: a real +bar effect measures
+            # at least that high five times out of six, so the null finding does not rest on lucky single runs.
+            promising = est.gain >= bar - sigma or (arm.n > 1 and est.hi >= bar)
             open_question = arm.n < noise.min_runs or arm.verdict == "unknown" or (
                 arm.verdict == "better" and est.lo < self.space.stop.win <= est.hi)
             if promising and open_question:
