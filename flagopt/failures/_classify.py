@@ -129,7 +129,8 @@ def _unknown_flag(log_text: str, match: _Match) -> tuple[str, dict[str, object]]
     }
     parts = []
     if rejection.flags:
-        listed = ", ".join(f"{tok} ({notes[n]})" if n in notes else tok for tok, n in zip(rejection.flags, rejection.names))
+        pairs = zip(rejection.flags, rejection.names)
+        listed = ", ".join(f"{tok} ({notes[name]})" if name in notes else tok for tok, name in pairs)
         parts.append(f"{rejection.env_var or 'the flags variable'} has flags this jaxlib does not know: {listed}")
     if rejection.typos:
         parts.append(f"{', '.join(rejection.typos)} starts with a look-alike dash: write '--'")
@@ -218,9 +219,10 @@ def classify(
         if loss is not None and reference_loss is not None and math.isfinite(loss) and math.isfinite(reference_loss):
             drift = abs(loss - reference_loss) / max(abs(reference_loss), 1e-12)
             if drift > loss_rtol:
-                return make(s.NUMERICS_DRIFT, f"final loss {loss:g} differs from the baseline's {reference_loss:g} by "
-                            f"{100 * drift:.1f}% (> {100 * loss_rtol:g}%); the speed-up may change the numerics",
-                            {"final_loss": loss, "reference_loss": reference_loss, "relative_drift": drift})  # fmt: skip
+                reason = (f"final loss {loss:g} differs from the baseline's {reference_loss:g} by {100 * drift:.1f}% "
+                          f"(> {100 * loss_rtol:g}%); the speed-up may change the numerics")  # fmt: skip
+                extra = {"final_loss": loss, "reference_loss": reference_loss, "relative_drift": drift}
+                return make(s.NUMERICS_DRIFT, reason, extra)
         if clean_exit:
             return None
         how = f"killed by our {killed_by} watchdog" if killed_by else _exit_text(exit_code)
@@ -234,8 +236,8 @@ def classify(
     if s.NCCL_INIT in found:
         return make(s.NCCL_INIT, _reason(s.NCCL_INIT, found[s.NCCL_INIT], "NCCL failed to set up communicators"))
     if s.COORDINATION_TIMEOUT in found:
-        return make(s.COORDINATION_TIMEOUT, _reason(s.COORDINATION_TIMEOUT, found[s.COORDINATION_TIMEOUT],
-                    "the JAX coordination service lost a task; look for an earlier error in the other ranks' logs"))  # fmt: skip
+        lost = "the JAX coordination service lost a task; look for an earlier error in the other ranks' logs"
+        return make(s.COORDINATION_TIMEOUT, _reason(s.COORDINATION_TIMEOUT, found[s.COORDINATION_TIMEOUT], lost))
     if killed_by in ("hang", "init-timeout") or s.HANG in found:
         if killed_by == "init-timeout" or (killed_by is None and steps_seen == 0):
             default = "no step was printed within the init deadline; the job was killed as hung"

@@ -72,7 +72,9 @@ def _compile(pattern: object, source: str, key: str) -> re.Pattern[str]:
         raise FlagoptError(source, key, f"invalid regex {pattern!r}: {exc}") from exc
 
 
-def signatures_from_data(entries: Sequence[Mapping[str, Any]], source: str, key: str = "signatures") -> tuple[Signature, ...]:
+def signatures_from_data(
+    entries: Sequence[Mapping[str, Any]], source: str, key: str = "signatures"
+) -> tuple[Signature, ...]:
     """Build signatures from YAML-shaped entries; raises :class:`FlagoptError` naming the bad entry.
 
     Example:

@@ -19,8 +19,15 @@ LOSS = re.compile(r"loss: (\S+)$", re.MULTILINE)
 _reference: list[float] = []
 
 
-def run(tmp_path: Path, scenario: str, *args: str, env: dict[str, str | None] | None = None,
-        hang_s: float | None = None, init_timeout_s: float | None = None) -> tuple[Failure | None, int | None, str]:  # fmt: skip
+def run(
+    tmp_path: Path,
+    scenario: str,
+    *args: str,
+    env: dict[str, str | None] | None = None,
+    hang_s: float | None = None,
+    init_timeout_s: float | None = None,
+) -> tuple[Failure | None, int | None, str]:
+    """Run the scenario under the real trial runner and classify what it left behind."""
     launch = TrialLaunch(
         argv=(sys.executable, "-m", "flagopt.workloads.faulty", f"scenario={scenario}", f"steps={STEPS}",
               "step_s=0.01", *args),  # fmt: skip

@@ -77,7 +77,8 @@ def test_slurm_banners() -> None:
     assert cls(banner.format("NODE FAILURE"), exit_code=-15) == NODE_FAILURE
     assert cls(banner.format("PREEMPTION"), exit_code=-15) == PREEMPTION
     assert cls(banner.format("TIME LIMIT"), exit_code=-15) == TIME_LIMIT
-    assert cls("slurmstepd: error: *** JOB 12 ON node-1 CANCELLED AT 2026-01-01T00:00:00 ***", exit_code=-15) == CANCELLED
+    user_cancel = "slurmstepd: error: *** JOB 12 ON node-1 CANCELLED AT 2026-01-01T00:00:00 ***"
+    assert cls(user_cancel, exit_code=-15) == CANCELLED
     assert cls("slurmstepd: error: Detected 1 oom_kill event in StepId=12.0.", exit_code=137) == OOM
     assert cls("", exit_code=None, scheduler_state="OUT_OF_MEMORY") == OOM
 
