@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -41,6 +42,57 @@ class LocalTrialJob(TrialJob):
         return JobResult(self.job_id, "FINISHED", outcomes)
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie has exited: its result pickle is what counts.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+class AttachedLocalJob(TrialJob):
+    """A local job started by an earlier driver: its controller pid and result pickle are all we have."""
+
+    def __init__(self, folder: Path, job_id: str) -> None:
+        self.job_id = job_id
+        self._job = submitit.local.local.LocalJob(folder=folder, job_id=job_id, tasks=[0])
+
+    def _finished(self) -> bool:
+        return self._job.paths.result_pickle.exists()
+
+    def status(self) -> JobStatus:
+        if self._finished():
+            return JobStatus(self.job_id, "FINISHED", True)
+        if self.job_id.isdigit() and _pid_alive(int(self.job_id)):
+            return JobStatus(self.job_id, "RUNNING", False)
+        return JobStatus(self.job_id, "UNKNOWN", True, detail="controller gone and no result")
+
+    def cancel(self) -> None:
+        if self.job_id.isdigit() and _pid_alive(int(self.job_id)):
+            os.kill(int(self.job_id), signal.SIGINT)
+
+    def result(self, timeout_s: float | None = None) -> JobResult:
+        deadline = None if timeout_s is None else time.time() + timeout_s
+        while not self.status().done:
+            if deadline is not None and time.time() > deadline:
+                raise TimeoutError(f"local job {self.job_id} still running after {timeout_s} s")
+            time.sleep(0.2)
+        if not self._finished():
+            return JobResult(self.job_id, "LOST", (), error="the job's controller exited without a result "
+                                                            "(killed with the machine?)")
+        try:
+            return JobResult(self.job_id, "FINISHED", tuple(self._job.results()))
+        except Exception as exc:
+            return JobResult(self.job_id, "FAILED", (), error=str(exc))
+
+
 class LocalExecutor(BaseExecutor):
     kind = "local"
 
@@ -56,3 +108,9 @@ class LocalExecutor(BaseExecutor):
             env.setdefault(name, os.environ.get(name))
         launch = TrialLaunch(**{**launch.__dict__, "env": env})
         return LocalTrialJob(self._executor.submit(run_trial, launch))
+
+    def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
+        folder = self.folder / job_id
+        if not folder.exists():
+            return None
+        return AttachedLocalJob(folder, job_id)

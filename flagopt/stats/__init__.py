@@ -18,7 +18,7 @@ from flagopt.stats._bandit import next_to_sample
 from flagopt.stats._drift import Estimate, baseline_at, drift_interval, drift_rate, gains
 from flagopt.stats._noise import DEFAULT_NOISE_FLOOR, NoiseEstimate, Run, noise_estimate, run_noise
 from flagopt.stats._stop import StopDecision, StopReason, evaluate_stop, win_confidence
-from flagopt.stats._verdict import ArmEstimate, Verdict, estimate_arm, verdict
+from flagopt.stats._verdict import ArmEstimate, Verdict, estimate_arm, needs_control, verdict
 
 __all__ = [
     "DEFAULT_NOISE_FLOOR",
@@ -35,6 +35,7 @@ __all__ = [
     "estimate_arm",
     "evaluate_stop",
     "gains",
+    "needs_control",
     "next_to_sample",
     "noise_estimate",
     "run_noise",

@@ -18,12 +18,15 @@ def next_to_sample(
     target: float | Sequence[float],
     min_runs: int = 2,
     max_runs: int = 8,
+    slack: float = 0.5,
 ) -> str | None:
     """Pick the arm to re-run next, racing arms against the decision thresholds (LUCB / APT style).
 
     The study asks "is this arm's gain above ``target``?" (``stop.null_gain``, ``stop.win``, or both). An arm whose
-    interval lies wholly on one side of every target is decided and gets no more runs; an arm whose point estimate
-    reaches a target but has fewer than ``min_runs`` runs is not. Among the undecided arms with fewer than
+    interval lies wholly on one side of every target is decided and gets no more runs; so is one whose point
+    estimate sits more than ``slack`` half-widths below every target it straddles (it cannot change the stop
+    decision, which looks at arms whose estimate reaches a target); an arm whose point estimate reaches a target
+    but has fewer than ``min_runs`` runs is not decided. Among the undecided arms with fewer than
     ``max_runs`` runs the one with the smallest ``|gain - target| / half-width`` (closest to the threshold, in units
     of its own uncertainty, as in the APT threshold bandit) runs next; ties go to the higher gain. Arms far below
     every target are never repeated, so repeats go where they can change the outcome, not uniformly.
@@ -45,12 +48,12 @@ def next_to_sample(
     for name, est in arms.items():
         if est.n >= max_runs or not math.isfinite(est.gain):
             continue
-        straddles = [x for x in levels if est.lo < x < est.hi]
+        half = max((est.hi - est.lo) / 2.0, 1e-12)
+        straddles = [x for x in levels if est.lo < x < est.hi and est.gain >= x - slack * half]
         unconfirmed = [x for x in levels if est.gain >= x and est.n < min_runs]
         candidates = straddles + unconfirmed
         if not candidates:
             continue
-        half = max((est.hi - est.lo) / 2.0, 1e-12)
         score = min(abs(est.gain - x) for x in candidates) / half
         key = (score, -est.gain, name)
         if best is None or key < best:

@@ -160,13 +160,13 @@ def drift_interval(
     return int(min(k_max, max(k_min, math.floor(budget_sigma * sigma / speed))))
 
 
-def mean_gain_terms(arm_runs: Sequence[Run], baselines: Sequence[Run]) -> tuple[np.ndarray, float, np.ndarray]:
+def mean_gain_terms(arm_runs: Sequence[Run], baselines: Sequence[Run]) -> tuple[np.ndarray, float, float, np.ndarray]:
     """Pieces of the mean-gain variance: per-run gains, the baseline-noise factor, extrapolation variances.
 
     The mean gain is a linear combination of all runs' relative noise: each arm run enters with weight
     ``(1 + g_j) / n`` and each baseline group ``i`` with ``-(sum_j (1 + g_j) w_ji) / n`` over its ``counts_i``
-    runs. Returns ``(g, coef2, ext)`` where ``sigma^2 * coef2`` is the variance of the mean gain due to run
-    noise, and ``ext`` the per-run extrapolation variances.
+    runs. Returns ``(g, arm_coef2, base_coef2, ext)``: ``sigma^2 * (arm_coef2 + base_coef2)`` is the variance of
+    the mean gain due to run noise (arm part, baseline part), ``ext`` the per-run extrapolation variances.
     """
     groups = _groups(baselines)
     n = len(arm_runs)
@@ -180,4 +180,4 @@ def mean_gain_terms(arm_runs: Sequence[Run], baselines: Sequence[Run]) -> tuple[
             base_coef[i] += (1.0 + g[j]) * w / n
         ext[j] = extrapolation_var(baselines, distance)
     base_part = float(np.sum(base_coef**2 / groups.counts))
-    return g, arm_part + base_part, ext
+    return g, arm_part, base_part, ext

@@ -27,6 +27,8 @@ class ArmEstimate:
         sigma: relative run-to-run noise used.
         se: standard error of ``gain`` (run noise of arm and baselines, plus extrapolation).
         df: degrees of freedom of the noise estimate.
+        baseline_share: the part of ``se**2`` that comes from the baseline runs it is compared with; above one half,
+            another run of the arm helps less than a baseline control next to it (see :func:`needs_control`).
     """
 
     gain: float
@@ -36,6 +38,7 @@ class ArmEstimate:
     sigma: float
     se: float = 0.0
     df: float = math.inf
+    baseline_share: float = 0.0
 
     def bounds(self, confidence: float) -> tuple[float, float]:
         """The two-sided interval at another confidence (e.g. a Bonferroni-corrected one).
@@ -60,11 +63,11 @@ def estimate_arm(
 ) -> ArmEstimate:
     """Gain of one arm over the drift-corrected baseline, with an interval that includes the baseline's error.
 
-    The noise sigma pools two estimates: the drift-free successive differences of the baselines (``m - 2`` degrees
-    of freedom) and the spread of the arm's own per-run gains (``n - 1``). The mean gain's variance is ``sigma^2`` times the sum of squared
-    coefficients of every run it depends on (arm runs and the baseline runs interpolated for them), plus the
-    extrapolation variance of runs after the last control. The interval uses Student's t with the pooled degrees
-    of freedom.
+    The noise sigma pools two estimates: the drift-free successive differences of the baselines (``m - 2``
+    degrees of freedom) and the spread of the arm's own per-run gains (``n - 1``). The mean gain's variance is
+    ``sigma^2`` times the sum of squared coefficients of every run it depends on (arm runs and the baseline runs
+    interpolated for them), plus the extrapolation variance of runs after the last control. The interval uses
+    Student's t with the pooled degrees of freedom.
 
     Args:
         arm_runs: the arm's runs (first run and repeats).
@@ -82,7 +85,8 @@ def estimate_arm(
     n = len(arm_runs)
     if n == 0:
         return ArmEstimate(gain=math.nan, lo=-math.inf, hi=math.inf, n=0, sigma=math.nan, se=math.inf, df=0.0)
-    g, coef2, ext = mean_gain_terms(arm_runs, baselines)
+    g, arm_coef2, base_coef2, ext = mean_gain_terms(arm_runs, baselines)
+    coef2 = arm_coef2 + base_coef2
     base_noise = noise_estimate(baselines)
     ss, df = base_noise.sigma**2 * base_noise.df, base_noise.df
     if n >= 2:
@@ -95,10 +99,28 @@ def estimate_arm(
         sigma = max(sigma, noise_floor)
     ext_sd = float(np.mean(np.sqrt(ext)))
     # extrapolated runs share the drift error: their sds add up, not their variances (conservative).
-    se = math.sqrt(sigma**2 * coef2 + ext_sd**2)
+    var = sigma**2 * coef2 + ext_sd**2
+    se = math.sqrt(var)
+    share = (sigma**2 * base_coef2 + ext_sd**2) / var if var > 0 else 0.0
     gain = float(np.mean(g))
     q = float(sps.t.ppf(0.5 + confidence / 2.0, df))
-    return ArmEstimate(gain=gain, lo=gain - q * se, hi=gain + q * se, n=n, sigma=sigma, se=se, df=df)
+    return ArmEstimate(
+        gain=gain, lo=gain - q * se, hi=gain + q * se, n=n, sigma=sigma, se=se, df=df, baseline_share=share
+    )
+
+
+def needs_control(est: ArmEstimate, *, max_share: float = 0.5) -> bool:
+    """Whether the next run for this arm should be a baseline control rather than the arm itself.
+
+    Repeats of an arm compared with the same two controls stop improving its estimate: the controls' own noise
+    does not average out. When more than ``max_share`` of the variance is the baselines', run a control next to
+    the arm first (the confirmation becomes the paired A-B-A-B design).
+
+    Example:
+        >>> needs_control(ArmEstimate(gain=0.03, lo=0.0, hi=0.06, n=4, sigma=0.01, se=0.01, baseline_share=0.7))
+        True
+    """
+    return est.n > 0 and est.baseline_share > max_share
 
 
 def verdict(est: ArmEstimate, *, min_effect: float = 0.01, min_runs: int = 2) -> Verdict:

@@ -85,6 +85,10 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
         window_complete=steady is not None,
         steps_seen=len(samples),
         extra_signatures=extra,
+        # A NaN reference (the baseline prints loss: nan, or this *is* the baseline) turns the NaN check off:
+        # a configuration fails on numerics only where the deployed one does not.
+        reference_loss=reference_loss,
+        loss_rtol=space.numerics.tolerance if space.numerics.tolerance is not None else math.inf,
     )
     if failure is None and steady is None:
         failure = failures.Failure("incomplete", window_error or parse_error or "no steady-state window", (), {})
@@ -93,16 +97,13 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
                      failure_lines=list(failure.lines)[:20], failure_details=_jsonable(dict(failure.details)))
         status = failures.HANDLING[failure.failure_class].status
         return Collected(status=status, attrs=attrs, failure=failure)
-    if failure is not None:  # e.g. a benign SIGTERM after every window step was printed
-        attrs["benign"] = f"{failure.failure_class}: {failure.reason}"
+    if failure is not None and not failures.HANDLING[failure.failure_class].flagged:
+        attrs["benign"] = f"{failure.failure_class}: {failure.reason}"  # e.g. SIGTERM after the window
 
     assert steady is not None
     attrs.update(steady=steady.mean, steady_std=steady.std, steady_n=steady.n, window_values=list(steady.values))
-    if space.numerics.tolerance is not None and reference_loss and final_loss is not None and math.isfinite(final_loss):
-        drift = abs(final_loss - reference_loss) / abs(reference_loss)
-        attrs["loss_drift"] = drift
-        if drift > space.numerics.tolerance:
-            attrs["numerics_flag"] = f"final loss {final_loss:.4g} vs baseline {reference_loss:.4g} ({drift:.1%})"
+    if failure is not None and failures.HANDLING[failure.failure_class].flagged:
+        attrs["numerics_flag"] = failure.reason
     t = attrs.get("started_at") or 0.0
     value = value_for(metric.direction, steady.mean)
     if baselines:

@@ -300,6 +300,8 @@ class StudyRunner:
         records = self.records()
         baselines = baseline_runs(records)
         reference = next((r.attrs.get("final_loss") for r in records if r.is_baseline and r.ok), None)
+        if run.plan.kind in (R.BASELINE, "evidence") or isinstance(reference, str):
+            reference = math.nan  # the baseline is its own reference; a stored "nan" is NaN
         collected = collect(self.space, result, baselines=baselines,
                             reference_loss=reference if isinstance(reference, (int, float)) else None)
         if self._stop_requested and collected.status != R.OK:

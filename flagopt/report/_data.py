@@ -1,0 +1,140 @@
+"""One read of a study: its records, arms, leaderboard and verdict, as every reader (report, export, status) sees them.
+
+Gains are never re-derived here: arms come from :func:`flagopt.study.arms_of` and the table from
+:func:`flagopt.study.leaderboard`, with the noise settings and metric the study recorded.
+
+Example:
+    >>> data = study_data("sqlite:///studies/flagopt.db", "demo")  # doctest: +SKIP
+    >>> data.best_arm.label  # doctest: +SKIP
+    'tree'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+import pandas as pd
+
+from flagopt.space import NoiseSpec
+from flagopt.study import Arm, RunRecord, arms_of, history, leaderboard, load_study
+
+DEFAULT_WINDOW = (9, 14)
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """A study and everything derived from its records (current epoch only, like the driver)."""
+
+    name: str
+    storage: str | None
+    study: optuna.Study = field(repr=False)
+    all_records: tuple[RunRecord, ...]
+    records: tuple[RunRecord, ...]
+    noise: NoiseSpec
+    direction: str
+    window: tuple[int, int]
+    arms: tuple[Arm, ...]
+    frame: pd.DataFrame = field(repr=False)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.study.user_attrs
+
+    @property
+    def space(self) -> dict[str, Any]:
+        return self.attrs.get("flagopt.space") or {}
+
+    @property
+    def model_tag(self) -> str:
+        return str(self.attrs.get("model_tag") or self.space.get("model_tag") or self.name)
+
+    @property
+    def parallelism(self) -> str:
+        return str(self.attrs.get("parallelism") or self.space.get("parallelism") or "")
+
+    @property
+    def verdict(self) -> dict[str, Any] | None:
+        return self.attrs.get("flagopt.verdict")
+
+    @property
+    def executor(self) -> dict[str, Any]:
+        return self.attrs.get("flagopt.executor") or {}
+
+    @property
+    def metric_field(self) -> str:
+        return str((self.attrs.get("metric") or {}).get("field") or "Tokens/s/device")
+
+    @property
+    def winner(self) -> dict[str, Any] | None:
+        """The verdict's winner (a confirmed arm summary), if the study drew one."""
+        return (self.verdict or {}).get("winner") or None
+
+    @property
+    def baselines(self) -> list[RunRecord]:
+        return [r for r in self.records if r.is_baseline and r.ok]
+
+    @property
+    def best_arm(self) -> Arm | None:
+        """The arm with the highest estimated gain (confirmed or not), excluding baseline-no-env."""
+        scored = [a for a in self.arms if a.estimate is not None and a.kind != "baseline-no-env"]
+        return max(scored, key=lambda a: a.estimate.gain) if scored else None
+
+    def arm_of_trial(self, number: int) -> Arm | None:
+        """The arm whose runs (or failures) include trial ``number``."""
+        for arm in self.arms:
+            if any(r.number == number for r in (*arm.runs, *arm.failures, arm.first)):
+                return arm
+        return None
+
+    def record(self, number: int) -> RunRecord | None:
+        return next((r for r in self.all_records if r.number == number), None)
+
+
+def noise_of(study_attrs: dict[str, Any]) -> NoiseSpec:
+    """The study's noise settings from the space it recorded (defaults for keys it did not set)."""
+    raw = (study_attrs.get("flagopt.space") or {}).get("noise") or {}
+    fields = NoiseSpec.__dataclass_fields__
+    return NoiseSpec(**{k: v for k, v in raw.items() if k in fields and k != "baseline_every"})
+
+
+def study_data_of(study: optuna.Study, storage: str | None = None) -> StudyData:
+    """Everything derived from an already loaded study."""
+    attrs = study.user_attrs
+    metric = attrs.get("metric") or {}
+    direction = str(metric.get("direction", "maximize"))
+    window = tuple(metric.get("window") or DEFAULT_WINDOW)
+    noise = noise_of(attrs)
+    every = tuple(history(study))
+    epoch = int(attrs.get("flagopt.epoch", 0))
+    current = tuple(r for r in every if int(r.attrs.get("epoch", 0)) == epoch)
+    arms = tuple(arms_of(current, noise, direction))
+    frame = leaderboard(list(current), noise, direction, (int(window[0]), int(window[1])))
+    return StudyData(name=study.study_name, storage=storage, study=study, all_records=every, records=current,
+                     noise=noise, direction=direction, window=(int(window[0]), int(window[1])), arms=arms, frame=frame)
+
+
+def study_data(storage: str | None, name: str) -> StudyData:
+    """Load study ``name`` from ``storage``; raises :class:`flagopt.errors.StudyError` when it does not exist."""
+    return study_data_of(load_study(storage, name), storage)
+
+
+def other_cells(data: StudyData) -> list[StudyData]:
+    """Studies in the same storage for the same model_tag but another parallelism (for the sign-flip table)."""
+    storage = data.study._storage
+    out = []
+    for summary in optuna.study.get_all_study_summaries(storage, include_best_trial=False):
+        if summary.study_name == data.name:
+            continue
+        attrs = summary.user_attrs
+        if attrs.get("model_tag") == data.model_tag and attrs.get("parallelism") != data.parallelism:
+            study = optuna.load_study(study_name=summary.study_name, storage=storage)
+            out.append(study_data_of(study, data.storage))
+    return out
+
+
+def is_nan(value: object) -> bool:
+    """True for None and float NaN (pandas' missing values)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))

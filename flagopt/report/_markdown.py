@@ -1,0 +1,105 @@
+"""Render :class:`ReportData` as the markdown report (``<model_tag>-tuning.md``)."""
+
+from __future__ import annotations
+
+from flagopt.report._sections import ReportData, Row
+
+_COLUMNS = "| Profile | Flags | {metric} | step (s) | Δ% vs baseline-deployed | verdict | runs |"
+
+
+def cell(text: object) -> str:
+    """A table cell: pipes escaped, line breaks flattened (a recorded reason can hold both)."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def code(text: str) -> str:
+    """Inline code that survives any backticks inside."""
+    if not text:
+        return ""
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}" if fence == "`" else f"{fence} {text} {fence}"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def _row(r: Row) -> str:
+    delta = _num(r.delta_pct, "+.2f")
+    if r.ci_pct is not None:
+        delta += f" [{r.ci_pct[0]:+.2f}, {r.ci_pct[1]:+.2f}]"
+    name = ("⭐ " if r.winner else "") + r.profile
+    return "| " + " | ".join(cell(x) for x in (
+        name, code(r.flags), _num(r.steady, ",.1f"), _num(r.step_s, ".3f"), delta, r.verdict, r.runs)) + " |"
+
+
+def _table(rep: ReportData, rows: tuple[Row, ...]) -> list[str]:
+    head = _COLUMNS.format(metric=cell(rep.metric))
+    return [head, "|" + "---|" * 7, *(_row(r) for r in rows)]
+
+
+def render_markdown(rep: ReportData) -> str:
+    """The whole report as one markdown document."""
+    out = [f"# {rep.model_tag} tuning report", ""]
+    out += [f"- **{k}**: {v}" for k, v in rep.header]
+    if rep.command:
+        out += ["- **Base command**:", "", "  ```", f"  {rep.command}", "  ```"]
+    out += ["", "## TL;DR", "", *(f"- {line}" for line in rep.tldr), ""]
+
+    out += ["## Inventory: what is deployed today", ""]
+    if rep.inventory:
+        out += ["| kind | setting | source |", "|---|---|---|"]
+        out += [f"| {cell(k)} | {cell(code(s))} | {cell(src)} |" for k, s, src in rep.inventory]
+    else:
+        out.append("The space declares no deployed flags or env.")
+    out += ["", "## Effect of the deployed env", "", rep.env_effect, ""]
+
+    out += ["## Leaderboard", "",
+            "Δ% is drift-corrected against the baseline-deployed runs interleaved through the study; "
+            "the bracket is its confidence interval. ⭐ marks the confirmed winner.", ""]
+    if rep.top:
+        if rep.bottom:
+            out += [f"Top {len(rep.top)}:", "", *_table(rep, rep.top), "", f"Bottom {len(rep.bottom)}:", "",
+                    *_table(rep, rep.bottom)]
+        else:
+            out += _table(rep, rep.top)
+    else:
+        out.append("No configuration has completed a measured run yet.")
+    out += ["", "## Negative findings (skip these next time)", ""]
+    out += [f"- {line}" for line in rep.negative] or ["Nothing measured hurts beyond the noise."]
+
+    out += ["", "## Failures", ""]
+    if rep.failures:
+        out += ["| class | count | examples |", "|---|---|---|"]
+        out += [f"| {cell(f.failure_class)} | {f.count} | {'<br>'.join(cell(e) for e in f.examples)} |"
+                for f in rep.failures]
+    else:
+        out.append("No trial failed.")
+
+    if rep.other_cells:
+        out += ["", "## Same model, other parallelism: sign flips", "",
+                f"Configurations measured here ({cell(rep.parallelism)}) and in {', '.join(rep.other_cells)}; "
+                "a flag that helps one cell can hurt another, so the export is guarded by cell.", ""]
+        if rep.sign_flips:
+            out += ["| flags | here Δ% | other cell | there Δ% | sign |", "|---|---|---|---|---|"]
+            for s in rep.sign_flips:
+                out.append(f"| {cell(code(s.flags))} | {s.here_pct:+.2f} [{s.here_ci[0]:+.2f}, {s.here_ci[1]:+.2f}] | "
+                           f"{cell(s.other_cell)} | {s.other_pct:+.2f} [{s.other_ci[0]:+.2f}, {s.other_ci[1]:+.2f}] | "
+                           f"{s.flipped or 'same'} |")
+        else:
+            out.append("No configuration was measured in both cells.")
+
+    out += ["", "## Recommended deployment", ""]
+    if rep.export_text:
+        out += [rep.export_note, "", "```bash", rep.export_text.rstrip("\n"), "```"]
+    else:
+        out.append(rep.export_note)
+
+    out += ["", "## Appendix: every trial", "", "| trial | kind | label | job id | status | Δ% | log |",
+            "|---|---|---|---|---|---|---|"]
+    for a in rep.appendix:
+        delta = a["delta_pct"]
+        shown = f"{delta:+.2f}" if isinstance(delta, (int, float)) else ""
+        out.append("| " + " | ".join(cell(x) for x in (a["trial"], a["kind"], a["label"], a["job_id"], a["status"],
+                                                       shown, code(a["log_path"]))) + " |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,285 @@
+"""The report's content as plain data: header, TL;DR, inventory, leaderboard, findings, failures, appendix."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flagopt.errors import FlagoptError
+from flagopt.report._data import StudyData, is_nan, other_cells
+from flagopt.study import RunRecord, settings_text
+
+TOP, BOTTOM = 8, 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One leaderboard line."""
+
+    trial: int
+    profile: str
+    flags: str
+    steady: float | None
+    step_s: float | None
+    delta_pct: float | None
+    ci_pct: tuple[float, float] | None
+    verdict: str
+    runs: int
+    winner: bool = False
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    failure_class: str
+    count: int
+    examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SignFlip:
+    """One configuration measured in two cells (same model, other parallelism)."""
+
+    flags: str
+    here_pct: float
+    here_ci: tuple[float, float]
+    other_cell: str
+    other_pct: float
+    other_ci: tuple[float, float]
+    flipped: str  # "" | "flip" | "confirmed flip"
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the markdown and HTML renderers print; computed once from a :class:`StudyData`."""
+
+    study: str
+    model_tag: str
+    parallelism: str
+    metric: str
+    header: tuple[tuple[str, str], ...]
+    command: str
+    tldr: tuple[str, ...]
+    inventory: tuple[tuple[str, str, str], ...]
+    env_effect: str
+    top: tuple[Row, ...]
+    bottom: tuple[Row, ...]
+    negative: tuple[str, ...]
+    failures: tuple[FailureGroup, ...]
+    appendix: tuple[dict[str, Any], ...]
+    sign_flips: tuple[SignFlip, ...] = ()
+    other_cells: tuple[str, ...] = ()
+    export_text: str = ""
+    export_note: str = ""
+    winner_trial: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else "?"
+
+
+def _ci(est: Any) -> tuple[float, float]:
+    return (100 * est.lo, 100 * est.hi)
+
+
+def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
+    recs = data.all_records
+    starts = [float(r.attrs["submitted_at"]) for r in recs if r.attrs.get("submitted_at")]
+    ends = [float(r.attrs["ended_at"]) for r in recs if r.attrs.get("ended_at")]
+    base = data.baselines[0] if data.baselines else None
+    info = dict((base.attrs.get("run_info") if base else None) or {})
+    hosts = sorted({str(r.attrs["host"]) for r in recs if r.attrs.get("host")})
+    ex = data.executor
+    device = f"{info.get('num_devices', '?')} x {info['device_kind']}" if info.get("device_kind") else "not in the logs"
+    versions = ", ".join(f"{k.removesuffix('_version')} {v}" for k, v in sorted(info.items()) if k.endswith("_version"))
+    steps = max((s for r in data.baselines for s, _ in (r.attrs.get("steps") or [])), default=None)
+    counts: dict[str, int] = defaultdict(int)
+    for r in recs:
+        counts[r.status] += 1
+    header = (
+        ("Date", f"report {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; study ran "
+                 f"{_when(min(starts) if starts else None)} to {_when(max(ends) if ends else None)}"),
+        ("Model", f"{data.model_tag} ({data.parallelism or 'parallelism not given'}), study `{data.name}`"),
+        ("Hardware", f"executor {ex.get('kind', '?')}, nodelist {ex.get('nodelist') or '-'}, hosts "
+                     f"{', '.join(hosts) or '-'}; devices {device}"),
+        ("Versions", versions or "not stated in the logs (MaxText prints jax/jaxlib; NCCL_DEBUG=INFO prints NCCL)"),
+        ("Measurement", f"{data.metric_field} ({data.direction}), steady-state window steps {data.window[0]}-"
+                        f"{data.window[1]}" + (f" of {steps + 1} steps per run" if steps is not None else "")),
+        ("Trials", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
+    )
+    command = shlex.join(base.attrs.get("argv") or []) if base else ""
+    return header, command
+
+
+def _why(data: StudyData, settings: dict[str, Any]) -> str:
+    """One sentence from the HLO evidence run, when the study made one."""
+    evidence_runs = [r for r in data.records if r.kind == "evidence" and r.attrs.get("trial_dir")]
+    if not evidence_runs:
+        return "No HLO evidence was recorded (set `evidence: true` in the space for a why-sentence)."
+    try:
+        from flagopt import evidence
+        ev = evidence.analyze(Path(evidence_runs[-1].attrs["trial_dir"]) / "hlo")
+        sentences = evidence.explain(settings, ev)
+    except (FlagoptError, OSError, ValueError) as exc:
+        return f"The HLO evidence could not be read ({exc})."
+    return "Why: " + "; ".join(sentences[:3]) + "." if sentences else ""
+
+
+def tldr_of(data: StudyData) -> tuple[str, ...]:
+    verdict = data.verdict or {}
+    winner = data.winner
+    out = []
+    arm = data.arm_of_trial(int(winner["trial"])) if winner else data.best_arm
+    if arm is not None and arm.estimate is not None:
+        est = arm.estimate
+        state = "confirmed" if winner else "NOT confirmed (best estimate so far)"
+        out.append(f"Best recipe: **{arm.label}** `{settings_text(arm.first.attrs.get('settings')) or '(no change)'}`: "
+                   f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] vs baseline-deployed over "
+                   f"{arm.n} run{'s' if arm.n != 1 else ''} ({arm.verdict}; {state}).")
+        out.append(_why(data, arm.first.attrs.get("settings") or {}))
+    else:
+        out.append("No configuration has a measured gain yet.")
+    if verdict:
+        out.append(f"Verdict ({verdict.get('reason')}): {verdict.get('message')}")
+    else:
+        out.append("The study has no verdict yet (still running, or stopped before deciding).")
+    return tuple(x for x in out if x)
+
+
+def inventory_of(data: StudyData) -> tuple[tuple[str, str, str], ...]:
+    base = (data.space.get("baseline") or {})
+    rows: list[tuple[str, str, str]] = []
+    flags = base.get("xla_flags") or ""
+    for token in (flags.split() if isinstance(flags, str) else flags):
+        rows.append(("XLA flag", str(token), "deployed"))
+    libtpu = base.get("libtpu_flags") or base.get("libtpu_init_args") or ""
+    for token in (libtpu.split() if isinstance(libtpu, str) else libtpu):
+        rows.append(("LIBTPU flag", str(token), "deployed"))
+    for name, value in (base.get("env") or {}).items():
+        rows.append(("env", f"{name}={value}", "deployed"))
+    for name, value in (base.get("args") or {}).items():
+        rows.append(("workload arg", f"{name}={value}", "deployed"))
+    for name, value in (base.get("defaults") or {}).items():
+        rows.append(("image default", f"{name}={value}", "restored by baseline-no-env"))
+    first = data.baselines[0] if data.baselines else None
+    if first is not None:
+        inherited = (first.attrs.get("xla_flags") or "").split()
+        declared = set(flags.split() if isinstance(flags, str) else flags)
+        for token in inherited:
+            if token not in declared:
+                rows.append(("XLA flag", token, "inherited from the launching environment"))
+    return tuple(rows)
+
+
+def env_effect_of(data: StudyData) -> str:
+    arm = next((a for a in data.arms if a.kind == "baseline-no-env"), None)
+    if arm is None or arm.estimate is None:
+        return "baseline-no-env was not measured, so the effect of the deployed env is unknown."
+    est = arm.estimate
+    worth = 100 * (1 / (1 + est.gain) - 1)
+    noise = " (not distinguishable from run noise)" if est.lo <= 0 <= est.hi else ""
+    return (f"With the deployed flags and env restored to image defaults (baseline-no-env) the job runs at "
+            f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] vs baseline-deployed over "
+            f"{arm.n} run{'s' if arm.n != 1 else ''}: the deployed env is worth about {worth:+.2f} %{noise}.")
+
+
+def rows_of(data: StudyData) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
+    winner_trial = int(data.winner["trial"]) if data.winner else None
+    rows = []
+    for r in data.frame.itertuples():
+        if is_nan(r.delta_pct):
+            continue
+        ci = None if is_nan(r.ci_lo_pct) else (float(r.ci_lo_pct), float(r.ci_hi_pct))
+        rows.append(Row(int(r.trial), str(r.profile), str(r.flags), None if is_nan(r.steady) else float(r.steady),
+                        None if is_nan(r.step_s) else float(r.step_s), float(r.delta_pct), ci, str(r.verdict),
+                        int(r.runs), winner=int(r.trial) == winner_trial))
+    if len(rows) <= TOP + BOTTOM:
+        return tuple(rows), ()
+    return tuple(rows[:TOP]), tuple(rows[-BOTTOM:])
+
+
+def negative_of(data: StudyData) -> tuple[str, ...]:
+    out = []
+    min_effect = data.noise.min_effect
+    scored = sorted((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
+                    key=lambda a: a.estimate.gain)
+    for arm in scored:
+        est = arm.estimate
+        if arm.verdict == "worse" or est.hi < 0:
+            how = "hurts (confirmed)" if arm.verdict == "worse" else "hurts"
+        elif est.gain <= -min_effect:
+            how = f"probably hurts (not confirmed, {arm.n} run{'s' if arm.n != 1 else ''})"
+        else:
+            continue
+        out.append(f"**{arm.label}** `{settings_text(arm.first.attrs.get('settings'))}` {how}: "
+                   f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}]")
+    for arm in data.arms:
+        if arm.estimate is None and arm.failures:
+            last = arm.failures[-1].attrs
+            out.append(f"**{arm.label}** `{settings_text(arm.first.attrs.get('settings'))}` fails: "
+                       f"{last.get('failure_class', arm.failures[-1].status)}")
+    return tuple(out)
+
+
+def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:
+    groups: dict[str, list[RunRecord]] = defaultdict(list)
+    for r in records:
+        if r.status not in ("ok", "running"):
+            groups[str(r.attrs.get("failure_class") or r.status)].append(r)
+    out = []
+    for cls, recs in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        examples = tuple(f"trial {r.number} ({r.label}): {str(r.attrs.get('failure_reason') or r.status)[:300]}"
+                         for r in recs[:3])
+        out.append(FailureGroup(cls, len(recs), examples))
+    return tuple(out)
+
+
+def appendix_of(records: tuple[RunRecord, ...]) -> tuple[dict[str, Any], ...]:
+    return tuple({"trial": r.number, "kind": r.kind, "label": r.label, "job_id": r.attrs.get("job_id") or "",
+                  "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class") else ""),
+                  "delta_pct": r.attrs.get("delta_pct"), "log_path": r.attrs.get("log_path") or ""} for r in records)
+
+
+def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, ...]:
+    here = {a.config_key: a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"}
+    out = []
+    for other in others:
+        for arm in other.arms:
+            mine = here.get(arm.config_key)
+            if mine is None or arm.estimate is None:
+                continue
+            a, b = mine.estimate, arm.estimate
+            flipped = ""
+            if a.gain * b.gain < 0 and min(abs(a.gain), abs(b.gain)) >= data.noise.min_effect:
+                flipped = "confirmed flip" if (a.lo > 0 > b.hi) or (a.hi < 0 < b.lo) else "flip"
+            out.append(SignFlip(settings_text(mine.first.attrs.get("settings")), 100 * a.gain, _ci(a),
+                                f"{other.parallelism} ({other.name})", 100 * b.gain, _ci(b), flipped))
+    return tuple(out)
+
+
+def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportData:
+    """Compute every section of the report from ``data`` (reads other studies of the storage for sign flips)."""
+    from flagopt.export import build_export, render_env_sh
+    header, command = header_of(data)
+    top, bottom = rows_of(data)
+    others = other_cells(data)
+    where = f" --storage {shlex.quote(storage_hint)}" if storage_hint else ""
+    try:
+        export_text = render_env_sh(build_export(data))
+        note = f"Written by `python -m flagopt export {shlex.quote(data.name)}{where} -o patch.env.sh`."
+    except FlagoptError as exc:
+        export_text, note = "", f"Nothing to deploy: {exc.reason}"
+    return ReportData(
+        study=data.name, model_tag=data.model_tag, parallelism=data.parallelism, metric=data.metric_field,
+        header=header, command=command, tldr=tldr_of(data), inventory=inventory_of(data),
+        env_effect=env_effect_of(data), top=top, bottom=bottom, negative=negative_of(data),
+        failures=failures_of(data.records), appendix=appendix_of(data.all_records),
+        sign_flips=sign_flips_of(data, others), other_cells=tuple(f"{o.parallelism} ({o.name})" for o in others),
+        export_text=export_text, export_note=note,
+        winner_trial=int(data.winner["trial"]) if data.winner else None)
+
+
