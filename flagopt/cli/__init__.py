@@ -13,10 +13,10 @@ import sys
 from collections.abc import Sequence
 
 from flagopt import __version__
-from flagopt.cli import _leaderboard, _run, _validate
+from flagopt.cli import _evidence, _leaderboard, _run, _validate
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 
-VERBS = [_run, _validate, _leaderboard]
+VERBS = [_run, _validate, _leaderboard, _evidence]
 
 
 def build_parser() -> argparse.ArgumentParser:
