@@ -25,7 +25,7 @@ def study(
     gain: float,
     noise: float,
     baseline_times: Sequence[float],
-    arm_times: Sequence[float],
+    arm_times: Sequence[float] = (),
 ) -> tuple[list[Run], list[Run]]:
     """Baseline runs and one arm's runs (true ``gain``) measured at the given launch times."""
     base = [Run(t=t, value=level(t) * (1.0 + noise * rng.standard_normal())) for t in baseline_times]

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from flagopt.stats import ArmEstimate, Run, estimate_arm, evaluate_stop, next_to_sample, win_confidence
+from flagopt.stats import (
+    ArmEstimate,
+    Run,
+    estimate_arm,
+    evaluate_stop,
+    needs_control,
+    next_to_sample,
+    win_confidence,
+)
 
 
 def arm(gain: float, half: float, n: int, df: float = 10.0) -> ArmEstimate:
@@ -96,3 +104,21 @@ def test_racing_a_true_ten_percent_winner_stops_with_it() -> None:
         t += 1
     assert stop is not None and stop.reason == "win" and stop.arm == "tree"
     assert len(runs["ring"]) <= 2  # repeats went where they change the decision
+
+
+def test_repeats_against_the_same_controls_ask_for_a_control_next() -> None:
+    rng = np.random.default_rng(9)
+    noisy = lambda t, g=0.0: Run(t=t, value=50_000.0 * (1 + g) * (1 + 0.01 * rng.standard_normal()))  # noqa: E731
+    base = [noisy(0), noisy(10)]
+    arm_runs = [noisy(t, 0.03) for t in range(1, 9)]  # eight repeats, all between the same two controls
+    crowded = estimate_arm(arm_runs, base)
+    assert needs_control(crowded)
+    paired = estimate_arm(arm_runs, [*base, *(noisy(t + 0.5) for t in range(1, 9))])  # A-B-A-B
+    assert not needs_control(paired)
+    assert paired.se < crowded.se
+
+
+def test_an_arm_well_below_the_target_is_not_raced() -> None:
+    arms = {"meh": arm(0.004, 0.02, 3), "close": arm(0.015, 0.02, 3)}
+    assert next_to_sample(arms, target=0.02) == "close"
+    assert next_to_sample({"meh": arms["meh"]}, target=0.02) is None
