@@ -80,7 +80,7 @@ def render_env_sh(ex: Export) -> str:
     lines.append("# XLA flags are appended: XLA reads a repeated flag last-wins, so these override the deployed ones.")
     body: list[str] = []
     if not c.confirmed:
-        body.append(f"echo {shlex.quote('flagopt: applying an UNCONFIRMED patch: ' + _CONTROL.sub(' ', c.headline))} >&2")
+        body.append(f"echo {shlex.quote('flagopt: WARNING: ' + _CONTROL.sub(' ', c.headline))} >&2")
     for variable, tokens in ex.patch.flags.items():
         body.append(f'export {variable}="${{{variable}:+${variable} }}"{shlex.quote(" ".join(tokens))}')
     for name, value in ex.patch.env.items():

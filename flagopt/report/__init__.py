@@ -2,11 +2,21 @@
 
 Example:
     >>> from flagopt.report import study_data, write_report
-    >>> paths = write_report(study_data(None, "demo"), "reports")  # doctest: +SKIP
+    >>> md, page = write_report(study_data(None, "demo"), "reports")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 from flagopt.report._data import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
+from flagopt.report._figures import FigureData, GainBar, Point, Trace, draw, figure_data, importances
+from flagopt.report._html import render_html
+from flagopt.report._markdown import render_markdown
+from flagopt.report._sections import FailureGroup, ReportData, Row, SignFlip, report_data
+from flagopt.report._status import StudyStatus, study_status
+from flagopt.report._write import report_stem, write_report
 
-__all__ = ["StudyData", "is_nan", "noise_of", "other_cells", "study_data", "study_data_of"]
+__all__ = [
+    "FailureGroup", "FigureData", "GainBar", "Point", "ReportData", "Row", "SignFlip", "StudyData", "StudyStatus",
+    "Trace", "draw", "figure_data", "importances", "is_nan", "noise_of", "other_cells", "render_html",
+    "render_markdown", "report_data", "report_stem", "study_data", "study_data_of", "study_status", "write_report",
+]

@@ -30,7 +30,7 @@ def _row(r: Row) -> str:
         delta += f" [{r.ci_pct[0]:+.2f}, {r.ci_pct[1]:+.2f}]"
     name = ("⭐ " if r.winner else "") + r.profile
     return "| " + " | ".join(cell(x) for x in (
-        name, code(r.flags), _num(r.steady, ",.1f"), _num(r.step_s, ".3f"), delta, r.verdict, r.runs)) + " |"
+        name, r.flags if r.flags.startswith("(") else code(r.flags), _num(r.steady, ",.1f"), _num(r.step_s, ".3f"), delta, r.verdict, r.runs)) + " |"
 
 
 def _table(rep: ReportData, rows: tuple[Row, ...]) -> list[str]:

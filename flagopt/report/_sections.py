@@ -11,6 +11,7 @@ from typing import Any
 
 from flagopt.errors import FlagoptError
 from flagopt.report._data import StudyData, is_nan, other_cells
+from flagopt.space import render_value
 from flagopt.study import RunRecord, settings_text
 
 TOP, BOTTOM = 8, 5
@@ -164,7 +165,7 @@ def inventory_of(data: StudyData) -> tuple[tuple[str, str, str], ...]:
     for name, value in (base.get("args") or {}).items():
         rows.append(("workload arg", f"{name}={value}", "deployed"))
     for name, value in (base.get("defaults") or {}).items():
-        rows.append(("image default", f"{name}={value}", "restored by baseline-no-env"))
+        rows.append(("image default", f"{name}={render_value(value)}", "restored by baseline-no-env"))
     first = data.baselines[0] if data.baselines else None
     if first is not None:
         inherited = (first.attrs.get("xla_flags") or "").split()

@@ -1,0 +1,31 @@
+"""``flagopt dashboard``: optuna-dashboard on the study storage (127.0.0.1 unless told otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from flagopt.cli._common import add_storage
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dashboard", help="serve optuna-dashboard on the study storage")
+    add_storage(p)
+    p.add_argument("--port", type=int, default=8080, help="default: 8080 (0: any free port)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1: only this machine; the dashboard can edit studies)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from flagopt.dashboard import make_server
+    server = make_server(args.storage, args.host, args.port)
+    host, port = server.server_address[:2]
+    print(f"flagopt dashboard: http://{host}:{port}/dashboard (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,35 @@
+"""``flagopt status STUDY``: progress of a study running elsewhere, from its storage and the running trial's log."""
+
+from __future__ import annotations
+
+import argparse
+
+from flagopt.cli._common import add_storage, console
+from flagopt.report import study_data, study_status
+
+
+def add(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("status", help="progress of a study: trials by status, the running trial, best so far")
+    p.add_argument("study")
+    add_storage(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    st = study_status(study_data(args.storage, args.study))
+    out = console()
+    out.print(f"study [bold]{st.study}[/bold] ({st.model_tag}, {st.parallelism or '-'})")
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(st.counts.items())) or "no trials yet"
+    out.print(f"trials: {sum(st.counts.values())} ({counts})", markup=False)
+    for r in st.running:
+        step = "-" if r.step is None else str(r.step)
+        out.print(f"running: trial {r.number} {r.label} ({r.reason}) job {r.job_id or '-'} · step {step}/{r.last} · "
+                  f"{r.elapsed_s:.0f} s", markup=False)
+    if not st.running:
+        out.print("running: none", markup=False)
+    out.print(f"best so far: {st.best}", markup=False)
+    if st.verdict:
+        out.print(f"verdict ({st.verdict.get('reason')}): {st.verdict.get('message')}", markup=False)
+    else:
+        out.print("verdict: none yet", markup=False)
+    return 0

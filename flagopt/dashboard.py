@@ -1,0 +1,87 @@
+"""optuna-dashboard on the study storage, plus flagopt's live view: a study note and registered figures.
+
+The driver calls :func:`update_live_view` after every trial so the dashboard shows the leaderboard, the
+verdict and the failures as the study goes, next to Optuna's own plots.
+
+Example:
+    >>> server = make_server("sqlite:///studies/flagopt.db", port=8080)  # doctest: +SKIP
+    >>> server.serve_forever()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server as _wsgi_server
+
+import optuna
+
+from flagopt.errors import FlagoptError
+from flagopt.report._data import StudyData, study_data_of
+from flagopt.report._figures import draw, figure_data
+from flagopt.report._markdown import cell, code
+from flagopt.report._sections import failures_of, rows_of
+from flagopt.study import open_storage
+
+#: figures registered on the study (stable ids, so each update replaces the previous version)
+FIGURE_IDS = {"gains": "flagopt-gains", "timeline": "flagopt-timeline", "steps": "flagopt-steps"}
+NOTE_TITLE = "## flagopt live view"
+_INSTALL = "optuna-dashboard is not installed: pip install 'flagopt[dashboard]' (or pip install optuna-dashboard)"
+
+
+def _dashboard() -> Any:
+    try:
+        import optuna_dashboard
+    except ImportError:
+        raise FlagoptError("dashboard", None, _INSTALL) from None
+    return optuna_dashboard
+
+
+def live_note(data: StudyData) -> str:
+    """The study note: verdict, leaderboard (top 10) and failures, in markdown."""
+    lines = [NOTE_TITLE, "", f"**{cell(data.model_tag)}** ({cell(data.parallelism or '-')}), "
+             f"{len(data.all_records)} trials, Δ% drift-corrected vs baseline-deployed.", ""]
+    verdict = data.verdict
+    lines.append(f"**Verdict ({verdict.get('reason')})**: {verdict.get('message')}" if verdict
+                 else "**Verdict**: none yet (the study is running or stopped before deciding).")
+    top, bottom = rows_of(data)
+    lines += ["", "| profile | flags | Δ% | CI | verdict | runs |", "|---|---|---|---|---|---|"]
+    for r in (*top, *bottom)[:10]:
+        ci = f"[{r.ci_pct[0]:+.2f}, {r.ci_pct[1]:+.2f}]" if r.ci_pct else ""
+        lines.append("| " + " | ".join(cell(x) for x in (("⭐ " if r.winner else "") + r.profile, code(r.flags)[:200],
+                                                         f"{r.delta_pct:+.2f}", ci, r.verdict, r.runs)) + " |")
+    failures = failures_of(data.records)
+    if failures:
+        lines += ["", "**Failures**: " + "; ".join(f"{f.failure_class} x{f.count}" for f in failures)]
+        lines += [f"- {cell(f.examples[0])[:300]}" for f in failures]
+    return "\n".join(lines) + "\n"
+
+
+def update_live_view(study: optuna.Study) -> None:
+    """Write flagopt's note on ``study`` and (re)register its figures; call after every trial.
+
+    Does nothing when optuna-dashboard is not installed (the study runs the same without it).
+    """
+    try:
+        import optuna_dashboard
+    except ImportError:
+        return
+    data = study_data_of(study)
+    optuna_dashboard.save_note(study, live_note(data))
+    figures = draw(figure_data(data))
+    for key, graph_id in FIGURE_IDS.items():
+        optuna_dashboard.save_plotly_graph_object(study, figures[key], graph_object_id=graph_id)
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+        logging.getLogger("flagopt.dashboard").debug(format, *args)
+
+
+def make_server(storage: str | None, host: str = "127.0.0.1", port: int = 8080) -> WSGIServer:
+    """A WSGI server for optuna-dashboard on ``storage`` (bound, not yet serving; port 0 picks a free one)."""
+    app = _dashboard().wsgi(open_storage(storage))
+    try:
+        return _wsgi_server(host, port, app, handler_class=_QuietHandler)
+    except OSError as exc:
+        raise FlagoptError("--port", str(port), f"cannot listen on {host}:{port}: {exc.strerror}") from None
