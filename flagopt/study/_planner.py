@@ -109,11 +109,14 @@ class Planner:
             return stop
 
         confirming = self.candidates(arms, in_flight)
-        if BASELINE not in flying and self.baseline_due(records, confirming=bool(confirming)):
+        chosen = self.pick_candidate(confirming) if confirming else None
+        # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
+        # average out): confirmation alternates baseline and candidate, A-B-A-B.
+        paired = chosen is not None and stats.needs_control(chosen.estimate) and not records[-1].is_baseline
+        if BASELINE not in flying and (paired or self.baseline_due(records, confirming=chosen is not None)):
             return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "drift control", repeat_of=ok_baselines[0].number)
 
-        if confirming:
-            chosen = self.pick_candidate(confirming)
+        if chosen is not None:
             return Plan(config_of(chosen.first), "repeat", f"confirming {chosen.label}", repeat_of=chosen.first.number)
 
         attempted = {r.profile for r in records if r.kind == "profile"} | {p.config.profile for p in in_flight}
@@ -175,8 +178,11 @@ class Planner:
         space = self.space
         stop = space.stop
         eligible = [a for a in arms if a.estimate is not None and (space.numerics.allow or not a.numerics_flagged)]
+        # Many arms are raced: the stop needs a family-wise confidence (Bonferroni over the re-run arms).
+        raced = sum(1 for a in eligible if a.n > 1)
+        win_conf = stats.win_confidence(space.noise.confidence, raced)
         winners = [a for a in eligible if a.verdict == "better" and a.n >= space.noise.min_runs
-                   and a.estimate.lo >= stop.win]
+                   and a.estimate.bounds(win_conf)[0] >= stop.win]
         noise = self.noise_summary(records)
         tried = [arm_summary(a) for a in arms]
         if winners:
