@@ -304,6 +304,8 @@ class StudyRunner:
             reference = math.nan  # the baseline is its own reference; a stored "nan" is NaN
         collected = collect(self.space, result, baselines=baselines,
                             reference_loss=reference if isinstance(reference, (int, float)) else None)
+        if run.plan.kind == "evidence" and collected.status == R.OK:
+            collected.attrs.update(evidence_summary(Path(run.launch.trial_dir) / "hlo"))
         if self._stop_requested and collected.status != R.OK:
             collected.status = R.CANCELLED
             collected.attrs.setdefault("failure_reason", f"cancelled ({self._stop_requested})")
@@ -376,6 +378,22 @@ class StudyRunner:
             self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": "cancelled: the driver stopped",
                                                                     "job_state": result.state}))
         self.running.clear()
+
+
+def evidence_summary(dump_dir: Path) -> dict[str, Any]:
+    """What the evidence run's HLO dump says, small enough for a trial attr (the full analysis stays on disk)."""
+    from flagopt.errors import FlagoptError
+    from flagopt.evidence import analyze, suggest_brackets
+
+    try:
+        ev = analyze(dump_dir)
+    except FlagoptError as exc:
+        return {"evidence_error": exc.message}
+    (dump_dir.parent / "evidence.json").write_text(ev.to_json())
+    return {"evidence": {kind: summary.to_dict() for kind, summary in ev.summary().items()},
+            "evidence_module": str(ev.source) if hasattr(ev, "source") else "",
+            "evidence_brackets": {k: list(v) for k, v in suggest_brackets(ev).items()},
+            "evidence_path": str(dump_dir.parent / "evidence.json")}
 
 
 def _config_from_attrs(attrs: dict[str, Any]) -> TrialConfig:
