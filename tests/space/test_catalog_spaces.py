@@ -181,3 +181,23 @@ def test_installed_jax_starts_with_the_rendered_flags(name, label):
                           text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Unknown flag" not in proc.stderr
+
+
+def test_the_annotated_example_in_docs_loads_and_renders_as_documented(tmp_path):
+    doc = (CATALOG.parent / "docs" / "space.md").read_text()
+    section = doc.split("## A complete annotated example", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    shown = section.split("```\nXLA_FLAGS=<inherited> ", 1)[1].split("\n", 1)[0]
+    (tmp_path / "configs").mkdir()
+    env_file = CATALOG / "configs" / "maxtext-gpu-h100.env.sh"
+    (tmp_path / "configs" / env_file.name).write_text(env_file.read_text())
+    (tmp_path / "space.yaml").write_text(example)
+    s = load_space(tmp_path / "space.yaml")
+    profile = next(p for p in s.profiles if p.profile == "pipelined_ag")
+    assert render(s, profile, inherited={}).xla_flags == shown
+    no_env = render(s, baseline_configs(s)[1], inherited={})
+    assert no_env.xla_flags.endswith("--xla_gpu_enable_latency_hiding_scheduler=false "
+                                      "--xla_gpu_all_gather_combine_threshold_bytes=31457287")
+    assert {name for name, _ in s.baseline.env} == {"NCCL_PROTO", "CUDA_DEVICE_MAX_CONNECTIONS",
+                                                  "XLA_PYTHON_CLIENT_MEM_FRACTION"}
+    assert all(no_env.env[name] is None for name, _ in s.baseline.env)
