@@ -165,7 +165,8 @@ class SlurmTrialJob(TrialJob):
             status = self.status()
         if not self._ran:
             # never got nodes (cancelled while pending): no task can have written a result
-            return JobResult(self.job_id, status.state, (), error=status.detail or f"job ended {status.state} unstarted")
+            error = status.detail or f"job ended {status.state} before it started"
+            return JobResult(self.job_id, status.state, (), error=error)
         outcomes: list[RunOutcome] = []
         errors: list[str] = []
         for task_id in range(self._job.num_tasks):

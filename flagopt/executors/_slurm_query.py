@@ -1,4 +1,4 @@
-"""Asking Slurm about jobs and nodes: ``squeue``, ``sacct``, ``sinfo`` and ``scontrol`` run as argv lists, never a shell.
+"""Asking Slurm about jobs and nodes: ``squeue``, ``sacct``, ``sinfo``, ``scontrol`` as argv lists, never a shell.
 
 Example:
     >>> expand_nodelist("node[1-2],gpu[08-09]")
@@ -45,7 +45,9 @@ SLURM_JOB_STATES: dict[str, str] = {
 }
 DONE_STATES = frozenset({"FINISHED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY"})
 #: Node states (``sinfo %T`` without its flag characters) in which a pinned job can start.
-UP_NODE_STATES = frozenset({"idle", "allocated", "mixed", "completing", "planned", "reserved", "powered_down", "powering_up"})
+UP_NODE_STATES = frozenset(
+    {"idle", "allocated", "mixed", "completing", "planned", "reserved", "powered_down", "powering_up"}
+)
 _NO_TIME = {"", "N/A", "None", "Unknown", "NONE"}
 
 
