@@ -20,6 +20,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from flagopt.report import StudyData, study_data
+
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_ENV = "a*b?[c]{d,e}~#!(f)%^=,:@+"
 HOSTILE_FLAG = "x*y?{z}"
@@ -120,3 +124,34 @@ def private_copy(built: Built, dest: Path) -> Built:
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(built.db, dest / "studies.sqlite")
     return Built(dest, dest / "studies.sqlite")
+
+
+# -- fixtures (imported by the conftest of tests/report, tests/export and tests/dashboard) ---------------------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return studies(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="module")
+def fsdp(built: Built) -> StudyData:
+    return study_data(built.storage, "sim-llm-fsdp")
+
+
+@pytest.fixture(scope="module")
+def pp(built: Built) -> StudyData:
+    return study_data(built.storage, "sim-llm-pp")
+
+
+@pytest.fixture(scope="module")
+def partial(built: Built) -> StudyData:
+    return study_data(built.storage, "sim-llm-partial")
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch):
+    """``flagopt.cli.main`` with this part's verbs registered (a no-op once VERBS lists them)."""
+    import flagopt.cli as cli_mod
+    from flagopt.cli import _dashboard, _export, _report, _status
+    extra = [m for m in (_export, _report, _status, _dashboard) if m not in cli_mod.VERBS]
+    monkeypatch.setattr(cli_mod, "VERBS", [*cli_mod.VERBS, *extra])
+    return cli_mod.main
