@@ -1,0 +1,57 @@
+"""One flagopt study on a simulated landscape: the real ``StudyRunner`` with :class:`SimExecutor`.
+
+Example:
+    >>> import tempfile
+    >>> from flagopt.workloads.sim import load_landscape
+    >>> out = run_flagopt(load_landscape("win10"), 0, Path(tempfile.mkdtemp()))  # doctest: +SKIP
+    >>> out.detail["verdict"]  # doctest: +SKIP
+    'win'
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+
+from benchmarks._baselines import Choice
+from benchmarks._sim_executor import SimExecutor
+from benchmarks._spaces import write_space
+from flagopt.study import Progress, StudyRunner
+from flagopt.workloads.sim import Landscape
+
+
+def clean_environment(land: Landscape) -> dict[str, str]:
+    """This process's environment without ``XLA_FLAGS`` or any variable the landscape reads (no leaks into runs)."""
+    names = {"XLA_FLAGS", "FLAGOPT_SIM_STATE", *(n for n, p in land.params.items() if p.target == "env")}
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
+def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 60,
+                space_options: dict[str, Any] | None = None) -> Choice:
+    """Run a whole study until its stop verdict; the choice is the verdict's winner (the baseline when none).
+
+    ``detail`` carries the verdict reason, the winner's label, its estimated interval and the run kinds.
+    """
+    space = write_space(land, seed, folder, max_trials=max_trials, **(space_options or {}))
+    executor = SimExecutor(folder / "jobs", base_env=clean_environment(land))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        runner = StudyRunner(space, executor, storage=f"sqlite:///{folder}/flagopt.db",
+                             progress=Progress(quiet=True), force=True, poll_s=0.0)
+        verdict = runner.run()
+    kinds: dict[str, int] = {}
+    for rec in runner.records():
+        if rec.status != "invalid":
+            kinds[rec.kind] = kinds.get(rec.kind, 0) + 1
+    winner = verdict.winner if verdict is not None else None
+    settings: dict[str, Any] = {}
+    if winner:
+        for part in (winner.get("settings") or {}).values():
+            settings.update(part)
+    detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
+              "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None}
+    return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)

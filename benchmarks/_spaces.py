@@ -1,0 +1,80 @@
+"""The flagopt search space of a simulated landscape, written as the YAML file a user would write.
+
+The space says what is deployed (the landscape's baseline), what the image defaults are (each param's default,
+for ``baseline-no-env``) and the tunables (each landscape param with its range or choices); it knows nothing of
+the truth model. It goes through the real loader, so the benchmark runs what ``flagopt run`` would run.
+
+Example:
+    >>> from flagopt.workloads.sim import load_landscape
+    >>> text = space_yaml(load_landscape("win10"), seed=3)
+    >>> "landscape=win10" in text and "seed=3" in text
+    True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flagopt.space import Space, load_space, render_value
+from flagopt.workloads.sim import Landscape
+
+_TARGET_KEY = {"xla": "xla", "env": "env", "args": "arg"}
+
+
+def _param_entry(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {_TARGET_KEY[entry["target"]]: name}
+    if entry["type"] == "bool":
+        out["choices"] = [True, False]
+    elif entry["type"] == "categorical":
+        out["choices"] = list(entry["choices"])
+    else:
+        out.update(type=entry["type"], low=entry["low"], high=entry["high"])
+        if entry.get("log"):
+            out["log"] = True
+    return out
+
+
+def space_data(land: Landscape, seed: int, *, max_trials: int = 60, stop: dict[str, Any] | None = None,
+               noise: dict[str, Any] | None = None, profiles: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise."""
+    deployed = land.baseline_settings()
+    defaults = {n: p.default for n, p in land.params.items() if p.default is not None and n in land.baseline
+                and p.target != "args"}
+    data: dict[str, Any] = {
+        "name": f"bench-{land.name}-{seed}",
+        "model_tag": f"sim-{land.name}",
+        "parallelism": land.description,
+        "command": ["{python}", "-m", "flagopt.workloads.sim", f"landscape={land.name}", f"seed={seed}", "steps=15"],
+        "timeout_min": 30,
+        "metric": {"format": "maxtext", "field": "Tokens/s/device", "window": [9, 14]},
+        "baseline": {
+            "xla_flags": " ".join(f"--{n}={render_value(v)}" for n, v in deployed["xla"].items()),
+            "env": {n: render_value(v) for n, v in deployed["env"].items()},
+            "args": dict(deployed["args"]),
+            "defaults": defaults,
+        },
+        "params": {name: _param_entry(name, entry) for name, entry in land.space_params().items()},
+        "stop": {"win": 0.05, "null_gain": 0.02, "max_null": 25, "max_trials": max_trials, **(stop or {})},
+        "seed": seed,
+    }
+    if noise:
+        data["noise"] = dict(noise)
+    if profiles:
+        data["profiles"] = dict(profiles)
+    return data
+
+
+def space_yaml(land: Landscape, seed: int, **kwargs: Any) -> str:
+    """:func:`space_data` as YAML text."""
+    return yaml.safe_dump(space_data(land, seed, **kwargs), sort_keys=False)
+
+
+def write_space(land: Landscape, seed: int, folder: Path, **kwargs: Any) -> Space:
+    """Write the space file into ``folder`` and load it with flagopt's own loader."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{land.name}.yaml"
+    path.write_text(space_yaml(land, seed, **kwargs))
+    return load_space(path)
