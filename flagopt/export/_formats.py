@@ -11,7 +11,7 @@ from typing import Any
 
 from flagopt import __version__
 from flagopt.errors import FlagoptError
-from flagopt.export._choose import Choice, choose, gain_text
+from flagopt.export._choose import Choice, choose
 from flagopt.export._patch import ENV_NAME, Patch, baseline_for, patch_of
 from flagopt.report._data import StudyData
 

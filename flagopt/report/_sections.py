@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,6 @@ class ReportData:
     export_text: str = ""
     export_note: str = ""
     winner_trial: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _when(ts: float | None) -> str:
