@@ -20,7 +20,8 @@ import optuna
 from benchmarks._baselines import Choice
 from benchmarks._sim_executor import SimExecutor
 from benchmarks._spaces import write_space
-from flagopt.study import Progress, StudyRunner
+from flagopt import stats
+from flagopt.study import Progress, StudyRunner, arms_of
 from flagopt.workloads.sim import Landscape
 
 
@@ -53,5 +54,17 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
         for part in (winner.get("settings") or {}).values():
             settings.update(part)
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
-              "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None}
+              "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
+              "winner_lo_familywise": _familywise_lo(runner, winner)}
     return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)
+
+
+def _familywise_lo(runner: StudyRunner, winner: dict[str, Any] | None) -> float | None:
+    """The winner's lower bound at the stop rule's Bonferroni confidence (what a budget pick is *not* held to)."""
+    if not winner:
+        return None
+    space = runner.space
+    arms = [a for a in arms_of(runner.records(), space.noise, space.metric.direction) if a.estimate is not None]
+    confidence = stats.win_confidence(space.noise.confidence, sum(1 for a in arms if a.n > 1))
+    arm = next((a for a in arms if a.config_key == winner.get("config_key")), None)
+    return arm.estimate.bounds(confidence)[0] if arm is not None else None

@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bar.update(task, description=f"{land.name} seed {seed}")
                 results.extend(run_seed(land, seed, args.max_trials, Path(scratch)))
                 bar.advance(task)
+            if not console.is_terminal:  # no live bar in a log: one line per landscape
+                console.print(f"{land.name}: {len(seeds)} seeds done at {time.time() - started:.0f} s")
     wall = time.time() - started
     summaries = summarise(results)
     checks = check_targets(summaries)
