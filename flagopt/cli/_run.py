@@ -33,8 +33,15 @@ def add(sub: argparse._SubParsersAction) -> None:
 def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]:
     folder = study_folder(storage, space.name) / "jobs"
     if space.executor.kind == "slurm":
-        from flagopt.executors._slurm import SlurmExecutor, settings_from_spec
-        return SlurmExecutor(folder, settings_from_spec(space.executor.slurm, space.timeout_min)), 2
+        from flagopt.executors import SlurmExecutor, SlurmSettings
+        spec = space.executor.slurm
+        settings = SlurmSettings(partition=spec.partition, nodelist=spec.nodelist, nodes=spec.nodes,
+                                 tasks_per_node=spec.tasks_per_node, gpus_per_node=spec.gpus_per_node,
+                                 cpus_per_task=spec.cpus_per_task, time_min=spec.time_min, account=spec.account,
+                                 qos=spec.qos, exclusive=spec.exclusive, additional=dict(spec.additional),
+                                 pending_deadline_s=spec.pending_deadline_min * 60)
+        # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
+        return SlurmExecutor(folder, settings), 2
     from flagopt.executors import LocalExecutor
     return LocalExecutor(folder, timeout_min=space.timeout_min), 1
 
@@ -56,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
     out = console()
     if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
-        from flagopt.executors._slurm import check_pinned_nodes
+        from flagopt.executors import check_pinned_nodes
         check_pinned_nodes(space.executor.slurm.nodelist)
     excluded: list[str] = []
     if not args.no_preflight:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, log_path_for, run_trial
 from flagopt.executors._local import LocalExecutor
+from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
+from flagopt.executors._slurm_query import check_pinned_nodes, node_states
 
 __all__ = [
     "BaseExecutor",
@@ -18,8 +20,13 @@ __all__ = [
     "JobStatus",
     "LocalExecutor",
     "RunOutcome",
+    "SlurmExecutor",
+    "SlurmSettings",
+    "SlurmTrialJob",
     "TrialJob",
     "TrialLaunch",
+    "check_pinned_nodes",
     "log_path_for",
+    "node_states",
     "run_trial",
 ]

@@ -160,8 +160,18 @@ class StudyRunner:
         if verdict is not None and verdict.reason != "stopped":
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
         self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
+        self._refresh_live_view()
         self.progress.verdict(verdict)
         return verdict
+
+    def _refresh_live_view(self) -> None:
+        """Keep optuna-dashboard's note and figures current (a no-op without optuna-dashboard)."""
+        from flagopt.dashboard import update_live_view
+
+        try:
+            update_live_view(self.study)
+        except Exception as exc:  # a display problem must never stop a study
+            self.progress.note(f"dashboard note not updated: {exc}")
 
     def _budget_spent(self) -> bool:
         return self.n_trials is not None and self.launched >= self.n_trials
@@ -311,6 +321,7 @@ class StudyRunner:
             collected.attrs.setdefault("failure_reason", f"cancelled ({self._stop_requested})")
         self._tell(run.trial, run.plan, collected)
         self._cached_arms = self._arms()
+        self._refresh_live_view()
         self.progress.finished(run.trial.number, run.plan, collected)
 
     def _tell(self, trial: optuna.trial.Trial, plan: Plan, collected: Collected) -> None:
