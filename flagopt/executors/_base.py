@@ -54,6 +54,10 @@ class TrialJob(abc.ABC):
     def result(self, timeout_s: float | None = None) -> JobResult:
         """Wait for the end and collect the per-task outcomes."""
 
+    def times(self) -> dict[str, float | None]:
+        """The scheduler's submit/start/end times, where it keeps them (Slurm does; a local job has none)."""
+        return {}
+
 
 class BaseExecutor(abc.ABC):
     """Submits trials. ``submit`` is the one method a backend must write; ``attach`` makes resume possible."""

@@ -314,6 +314,7 @@ class StudyRunner:
             reference = math.nan  # the baseline is its own reference; a stored "nan" is NaN
         collected = collect(self.space, result, baselines=baselines,
                             reference_loss=reference if isinstance(reference, (int, float)) else None)
+        collected.attrs.update({f"scheduler_{k}": v for k, v in run.job.times().items() if v is not None})
         if run.plan.kind == "evidence" and collected.status == R.OK:
             collected.attrs.update(evidence_summary(Path(run.launch.trial_dir) / "hlo"))
         if self._stop_requested and collected.status != R.OK:
