@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flagopt.report._bubble import bubble_markdown
 from flagopt.report._sections import ReportData, Row
 
 _COLUMNS = "| Profile | Flags | {metric} | step (s) | Δ% vs baseline-deployed | verdict | runs |"
@@ -67,6 +68,9 @@ def render_markdown(rep: ReportData) -> str:
         out.append("No configuration has completed a measured run yet.")
     out += ["", "## Negative findings (skip these next time)", ""]
     out += [f"- {line}" for line in rep.negative] or ["Nothing measured hurts beyond the noise."]
+
+    if rep.bubble:
+        out += bubble_markdown(*rep.bubble)
 
     out += ["", "## Failures", ""]
     if rep.failures:

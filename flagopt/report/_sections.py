@@ -76,6 +76,7 @@ class ReportData:
     export_text: str = ""
     export_note: str = ""
     winner_trial: int | None = None
+    bubble: tuple[Any, ...] = ()  # (stages, arg, rows) for pipeline studies
 
 
 def _when(ts: float | None) -> str:
@@ -264,6 +265,7 @@ def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, .
 def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportData:
     """Compute every section of the report from ``data`` (reads other studies of the storage for sign flips)."""
     from flagopt.export import build_export, render_env_sh
+    from flagopt.report._bubble import bubble_of
     header, command = header_of(data)
     top, bottom = rows_of(data)
     others = other_cells(data)
@@ -280,6 +282,6 @@ def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportDa
         failures=failures_of(data.records), appendix=appendix_of(data.all_records),
         sign_flips=sign_flips_of(data, others), other_cells=tuple(f"{o.parallelism} ({o.name})" for o in others),
         export_text=export_text, export_note=note,
-        winner_trial=int(data.winner["trial"]) if data.winner else None)
+        winner_trial=int(data.winner["trial"]) if data.winner else None, bubble=bubble_of(data))
 
 

@@ -153,6 +153,9 @@ class StudyRunner:
             if verdict is not None and not self.running:
                 break
             if not self.running:
+                # Out of launches (--trials): still say where the study stands, without asking the sampler.
+                step = self.planner.next(self.records(), self._arms(), [])
+                verdict = step if isinstance(step, Verdict) else None
                 break
             self._wait_one()
             if verdict is not None:

@@ -1,0 +1,53 @@
+"""The pipeline-bubble section: how much of a measured microbatch effect the GPipe bubble explains."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flagopt.evidence import BubbleRow, bubble_table
+from flagopt.report._data import StudyData
+
+_STAGES = re.compile(r"\bPP\s*=\s*(\d+)", re.IGNORECASE)
+_MICROBATCH_ARG = re.compile(r"microbatch", re.IGNORECASE)
+
+
+def bubble_of(data: StudyData) -> tuple[int | None, str | None, tuple[BubbleRow, ...]]:
+    """(stages, the microbatch arg, one row per microbatch setting measured on its own), or empty when not a PP study.
+
+    Stages come from the space's ``parallelism`` (``PP=4``); the reference is the deployed setting (gain 0 by
+    definition); a measured gain is used only from configurations that change nothing but the microbatch count.
+    """
+    match = _STAGES.search(data.parallelism or "")
+    space = data.space or {}
+    baseline_args = (space.get("baseline") or {}).get("args") or {}
+    arg = next((k for k in baseline_args if _MICROBATCH_ARG.search(k)), None)
+    if arg is None:
+        arg = next((p.get("arg") for p in (space.get("params") or {}).values()
+                    if isinstance(p, dict) and _MICROBATCH_ARG.search(str(p.get("arg", "")))), None)
+    if not match or arg is None or arg not in baseline_args:
+        return None, None, ()
+    stages = int(match.group(1))
+    reference = int(baseline_args[arg])
+    gains: dict[int, float] = {reference: 0.0}
+    for arm in data.arms:
+        settings: dict[str, Any] = arm.first.attrs.get("settings") or {}
+        only_mb = set((settings.get("args") or {})) == {arg} and not any(settings.get(k) for k in ("xla", "libtpu", "env"))
+        if only_mb and arm.estimate is not None:
+            gains[int(settings["args"][arg])] = arm.estimate.gain
+    settings_tried = sorted(gains)
+    return stages, arg, tuple(bubble_table(stages, settings_tried, gains, reference=reference))
+
+
+def bubble_markdown(stages: int | None, arg: str | None, rows: tuple[BubbleRow, ...]) -> list[str]:
+    if not rows:
+        return []
+    out = ["", "## Pipeline bubble model", "",
+           f"GPipe bubble (stages − 1) / (microbatches × V + stages − 1) with {stages} stages, V = 1, against the "
+           f"measured gain of configurations that change only `{arg}` (vs the deployed setting).", "",
+           "| microbatches | bubble | predicted Δ% | measured Δ% | predicted ÷ measured |", "|---|---|---|---|---|"]
+    for r in rows:
+        measured = "" if r.measured_gain is None else f"{100 * r.measured_gain:+.2f}"
+        explained = "" if r.explained is None else f"{100 * r.explained:.0f} %"
+        out.append(f"| {r.microbatches} | {100 * r.bubble:.1f} % | {100 * r.predicted_gain:+.2f} | {measured} | {explained} |")
+    return out
