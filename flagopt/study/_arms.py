@@ -49,7 +49,7 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
     baselines = baseline_runs(normalised)
     groups: dict[str, list[RunRecord]] = {}
     for rec in normalised:
-        if rec.is_baseline or rec.kind == "evidence" or not rec.config_key:
+        if rec.is_baseline or rec.kind in ("evidence", "cross-config") or not rec.config_key:
             continue
         groups.setdefault(rec.config_key, []).append(rec)
     arms = []

@@ -32,6 +32,7 @@ class Plan:
     repeat_of: int | None = None
     retry_of: int | None = None
     retries: int = 0
+    attrs: dict[str, Any] = field(default_factory=dict)  # recorded on the trial as they are
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
             "settings": arm.first.attrs.get("settings"), "runs": arm.n, "verdict": arm.verdict,
             "gain": est.gain if est else None, "ci": [est.lo, est.hi] if est else None,
             "numerics_flagged": arm.numerics_flagged}
+
+
+def _run(rec: RunRecord) -> stats.Run:
+    return stats.Run(t=rec.t, value=float(rec.steady), step_std=float(rec.attrs.get("steady_std") or 0.0),
+                     n_steps=int(rec.attrs.get("steady_n") or 1))
 
 
 def _seconds_per_run(records: Sequence[RunRecord]) -> float:
@@ -105,6 +111,8 @@ class Planner:
         runs = baseline_runs(records)
         self._sigma = max(stats.run_noise(runs), 0.003) if len(runs) >= 2 else 0.01
         stop = self.stop_verdict(records, arms)
+        if stop is not None and stop.winner and space.configs:
+            return self.cross_check(records, stop, in_flight)
         if stop is not None:
             return stop
 
@@ -127,6 +135,52 @@ class Planner:
             return Verdict("budget", "every profile was evaluated and the space has no params to sample",
                            tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
         return SAMPLE
+
+    # -- the cross-config check --------------------------------------------------------------------------------
+    def cross_check(self, records: Sequence[RunRecord], verdict: Verdict, in_flight: Sequence[Plan]) -> Plan | Verdict | str:
+        """Re-run the winner against the baseline on every other config (``configs:``) before recommending it.
+
+        Each config gets ``noise.min_runs`` baseline and winner runs, alternated (A-B-A-B) so drift cancels; a
+        regression beyond ``noise.min_effect`` (1 %) there makes the recommendation conditional on the config.
+        """
+        need = self.space.noise.min_runs
+        winner = verdict.winner or {}
+        settings = winner.get("settings") or {}
+        results: dict[str, dict[str, Any]] = {}
+        for name, args in self.space.configs:
+            mine = [r for r in records if r.attrs.get("cross_config") == name]
+            base = [r for r in mine if r.attrs.get("cross_role") == "baseline" and r.ok]
+            cand = [r for r in mine if r.attrs.get("cross_role") == "winner" and r.ok]
+            failed = sum(1 for r in mine if not r.ok and r.status != "running")
+            if (len(base) < need or len(cand) < need) and failed <= 2 * need:
+                if any(p.attrs.get("cross_config") == name for p in in_flight):
+                    return "wait"
+                role = "baseline" if len(base) <= len(cand) else "winner"
+                extra = dict(args)
+                config = TrialConfig("cross-config", f"{name}:{role}", args=tuple(extra.items())) if role == "baseline" \
+                    else TrialConfig("cross-config", f"{name}:{winner.get('label')}",
+                                     xla=tuple((settings.get("xla") or {}).items()),
+                                     libtpu=tuple((settings.get("libtpu") or {}).items()),
+                                     env=tuple((settings.get("env") or {}).items()),
+                                     args=tuple({**(settings.get("args") or {}), **extra}.items()))
+                return Plan(config, "cross-config", f"cross-config check on {name} ({role})",
+                            attrs={"cross_config": name, "cross_role": role})
+            if len(base) < need or len(cand) < need:
+                results[name] = {"verdict": "unknown", "reason": f"{failed} failed runs", "runs": len(cand)}
+                continue
+            est = stats.estimate_arm([_run(r) for r in cand], [_run(r) for r in base],
+                                     confidence=self.space.noise.confidence)
+            results[name] = {"gain": est.gain, "ci": [est.lo, est.hi], "runs": est.n,
+                             "verdict": stats.verdict(est, min_effect=self.space.noise.min_effect, min_runs=need)}
+        regressed = [n for n, r in results.items() if r.get("gain") is not None
+                     and r["gain"] < -self.space.noise.min_effect]
+        note = "; ".join(f"{n}: {r['gain']:+.1%} [{r['ci'][0]:+.1%}, {r['ci'][1]:+.1%}]" if "gain" in r else
+                         f"{n}: unknown ({r['reason']})" for n, r in results.items())
+        message = verdict.message + (f". Cross-config check: {note}" if note else "")
+        if regressed:
+            message += f". CONDITIONAL: it regresses on {', '.join(regressed)}, recommend it only for the tuned config"
+        winner = {**winner, "cross_config": results, "conditional_on_config": bool(regressed)}
+        return Verdict(verdict.reason, message, winner=winner, tried=verdict.tried, noise=verdict.noise)
 
     # -- pieces ---------------------------------------------------------------------------------------------------
     def baseline_due(self, records: Sequence[RunRecord], *, confirming: bool) -> bool:
