@@ -1,0 +1,92 @@
+"""CLI verbs end to end: pre-flight against the installed XLA, evidence on real dumps, a real JAX study."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flagopt.cli import main
+from flagopt.study import history, load_study
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hlo"
+jax = pytest.importorskip("jax", reason="pre-flight and the reference workload need jax (pip install -e '.[jax]')")
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.mark.slow
+def test_preflight_rejects_a_removed_flag_with_its_removal_version(tmp_path, capsys):
+    space = write(tmp_path, """
+        name: pf
+        command: ["true"]
+        params:
+          async: {xla: xla_gpu_enable_async_collectives, choices: [true]}
+          lhs: {xla: xla_gpu_enable_latency_hiding_scheduler, choices: [true, false]}
+    """)
+    assert main(["validate", "--space", str(space), "--preflight"]) == 2
+    out = capsys.readouterr().out
+    assert "--xla_gpu_enable_async_collectives=true" in out and "removed in jaxlib 0.4.28" in out
+    assert "xla_gpu_enable_latency_hiding_scheduler" not in out.split("failed", 1)[1]  # known flags pass
+
+
+@pytest.mark.slow
+def test_baseline_the_installed_xla_rejects_stops_before_any_trial(tmp_path, capsys):
+    space = write(tmp_path, """
+        name: pfb
+        command: ["true"]
+        baseline: {xla_flags: "--xla_gpu_enable_async_all_gather=true"}
+    """)
+    storage = f"sqlite:///{tmp_path}/db/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "baseline-deployed cannot start" in err[0] and "0.4.28" in err[0]
+    assert not (tmp_path / "db").exists()
+
+
+@pytest.mark.parametrize("fixture", ["h200x2_lm_fsdp", "h200x2_lm_pp", "h200x2_fsdp"])
+def test_evidence_json_counts_match_the_dump(fixture, capsys):
+    path = FIXTURES / fixture
+    assert main(["evidence", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    text = next(path.glob("*.txt")).read_text()
+    for kind in ("all-gather", "reduce-scatter", "all-reduce", "collective-permute"):
+        # Every op of the kind as XLA wrote it, sync or the -start half of an async pair (counted once).
+        written = len(re.findall(rf" {kind}(?:-start)?\(", text))
+        assert sum(1 for c in doc["collectives"] if c["kind"] == kind) == written, kind
+
+
+def test_evidence_table_suggests_brackets_on_the_gpu_dump(capsys):
+    assert main(["evidence", str(FIXTURES / "h200x2_lm_fsdp")]) == 0
+    out = capsys.readouterr().out
+    assert "all-gather" in out and "xla_gpu_all_gather_combine_threshold_bytes" in out
+
+
+@pytest.mark.slow
+def test_a_real_jax_study_of_the_reference_workload(tmp_path):
+    space = write(tmp_path, """
+        name: jaxreal
+        command: ["{python}", "-m", "flagopt.workloads.lm", "mode=fsdp", "layers=2", "d_model=64", "seq=32",
+                  "batch=8", "dtype=f32", "host_devices=2", "steps=15"]
+        baseline: {xla_flags: "--xla_gpu_enable_latency_hiding_scheduler=true",
+                   defaults: {xla_gpu_enable_latency_hiding_scheduler: false}}
+        profiles:
+          f32_eigen: {xla: {xla_cpu_multi_thread_eigen: false}}
+        stop: {max_trials: 3}
+    """)
+    storage = f"sqlite:///{tmp_path}/studies/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage, "--quiet"]) == 0
+    records = history(load_study(storage, "jaxreal"))
+    assert [r.kind for r in records] == ["baseline-deployed", "baseline-no-env", "profile"]
+    for r in records:
+        assert r.status == "ok", r.attrs.get("failure_reason")
+        assert len(r.attrs["steps"]) == 15 and r.attrs["steady"] > 0
+        assert r.attrs["run_info"]["num_devices"] == "2"
+    assert records[1].attrs["xla_flags"].split()[-1] == "--xla_gpu_enable_latency_hiding_scheduler=false"
