@@ -9,6 +9,7 @@ from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
 from flagopt.study import Progress, StudyRunner, study_folder
+from flagopt.study._driver import PinnedNodesDown
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -76,7 +77,13 @@ def run(args: argparse.Namespace) -> int:
                          default_of=_registry_default(), preflight_excluded=tuple(excluded))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
               f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")
-    verdict = runner.run()
+    try:
+        verdict = runner.run()
+    except PinnedNodesDown:
+        # the study so far (and its node-down verdict) before the one error line that names the node
+        from flagopt.cli._leaderboard import run as print_leaderboard
+        print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False))
+        raise
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {args.storage}" if args.storage else ""))
     return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE

@@ -28,9 +28,15 @@ from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
 from flagopt.study._storage import open_storage, storage_url, study_folder
 
+#: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
+NODE_RECHECK_S = 10.0
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
 EVIDENCE_FLAGS = ("--xla_dump_hlo_as_text",)
+
+
+class PinnedNodesDown(StudyError):
+    """A pinned Slurm node cannot run jobs any more: the study stops (verdict ``node-down``) rather than move on."""
 
 
 def distribution(p: Param) -> optuna.distributions.BaseDistribution:
@@ -90,6 +96,7 @@ class StudyRunner:
         self.retry_queue: list[Plan] = []
         self.launched = 0
         self._stop_requested: str | None = None
+        self._nodes_checked_at = 0.0
 
     # -- study-level bookkeeping --------------------------------------------------------------------------------
     def _record_study(self) -> None:
@@ -143,6 +150,7 @@ class StudyRunner:
                 verdict = Verdict("stopped", f"stopped by {self._stop_requested}")
                 break
             while len(self.running) < self.max_in_flight and not self._budget_spent():
+                self._check_pinned_nodes()  # never submit to a pinned node that went down
                 step = self._next_plan()
                 if isinstance(step, Verdict):
                     verdict = step
@@ -282,11 +290,18 @@ class StudyRunner:
                 status = run.job.status()
                 if status.done:
                     self.running.remove(run)
-                    self._finish(run, run.job.result())
+                    result = run.job.result()
+                    self._finish(run, result)
+                    if result.state != "FINISHED":
+                        self._check_pinned_nodes()  # a killed or cancelled job can be the first sign of a lost node
                     return
                 pending_for = time.time() - run.submitted_at
                 deadline = self._pending_deadline()
+                if status.state == "PENDING" and "Node" in status.detail \
+                        and time.time() - self._nodes_checked_at > NODE_RECHECK_S:
+                    self._check_pinned_nodes()  # ReqNodeNotAvail, NodeDown: waits forever if a pinned node is down
                 if status.state == "PENDING" and deadline is not None and pending_for > deadline:
+                    self._check_pinned_nodes()
                     run.job.cancel()
                     self._stop_requested = self._stop_requested or "pending-deadline"
                     self.progress.note(f"trial {run.trial.number} still PENDING after {pending_for:.0f} s "
@@ -296,6 +311,27 @@ class StudyRunner:
                     run.job.cancel()
             self.progress.tick(first.trial.number, first.launch.trial_dir, last, self._best())
             time.sleep(self.poll_s)
+
+    def _check_pinned_nodes(self) -> None:
+        """Stop the study with verdict ``node-down`` when a pinned Slurm node cannot run jobs.
+
+        Trials are compared on the pinned hardware only, so the study never carries on elsewhere. The verdict and
+        the arms so far are stored before :class:`PinnedNodesDown` is raised; ``run`` then cancels the jobs still
+        in flight.
+        """
+        nodelist = self.executor.describe().get("nodelist") if self.executor.kind == "slurm" else None
+        if not nodelist:
+            return
+        from flagopt.executors import check_pinned_nodes
+
+        self._nodes_checked_at = time.time()
+        try:
+            check_pinned_nodes(str(nodelist))
+        except StudyError as exc:
+            verdict = Verdict("node-down", f"stopped: {exc.reason}")
+            self.study.set_user_attr("flagopt.verdict", verdict.to_json())
+            self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
+            raise PinnedNodesDown(exc.source, exc.key, exc.reason) from exc
 
     def _pending_deadline(self) -> float | None:
         if self.executor.kind != "slurm":
