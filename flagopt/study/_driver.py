@@ -22,7 +22,7 @@ from flagopt.render import RenderedTrial, config_from_params, render
 from flagopt.space import Param, Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.study._arms import arms_of, baseline_runs
-from flagopt.study._collect import Collected, collect
+from flagopt.study._collect import Collected, _jsonable, collect
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
@@ -267,7 +267,7 @@ class StudyRunner:
             "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0)),
             "xla_flags": rendered.xla_flags, "libtpu_init_args": rendered.libtpu_init_args, "env": rendered.env,
             "argv": list(rendered.argv), "trial_dir": str(trial_dir), "submitted_at": submitted_at,
-            "render_notes": list(rendered.notes), "executor": self.executor.kind,
+            "render_notes": list(rendered.notes), "executor": self.executor.kind, **plan.attrs,
         })
         job = self.executor.submit(launch)
         self._set_attrs(trial, {"job_id": job.job_id})
@@ -468,13 +468,3 @@ def write_trial_files(trial_dir: Path, rendered: RenderedTrial) -> None:
     path = trial_dir / "rerun.sh"
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o755)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
