@@ -10,7 +10,7 @@ from rich.table import Table
 
 from flagopt.cli._common import add_storage, console
 from flagopt.space import NoiseSpec
-from flagopt.study import history, leaderboard, load_study
+from flagopt.study import current_history, leaderboard, load_study
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def frame_for(study_name: str, storage: str | None):
     metric = study.user_attrs.get("metric") or {}
     raw_noise = (study.user_attrs.get("flagopt.space") or {}).get("noise") or {}
     noise = NoiseSpec(**{k: v for k, v in raw_noise.items() if k in NoiseSpec.__dataclass_fields__ and k != "baseline_every"})
-    frame = leaderboard(history(study), noise, metric.get("direction", "maximize"), tuple(metric.get("window", (9, 14))))
+    frame = leaderboard(current_history(study), noise, metric.get("direction", "maximize"), tuple(metric.get("window", (9, 14))))
     return study, frame
 
 

@@ -119,8 +119,7 @@ class StudyRunner:
                                             "direction": self.space.metric.direction})
 
     def records(self) -> list[R.RunRecord]:
-        epoch = int(self.study.user_attrs.get("flagopt.epoch", 0))
-        return [r for r in R.history(self.study) if int(r.attrs.get("epoch", 0)) == epoch]
+        return R.current_history(self.study)
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def run(self) -> Verdict | None:

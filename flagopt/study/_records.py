@@ -77,3 +77,9 @@ def history(study: optuna.Study) -> list[RunRecord]:
         if rec is not None:
             out.append(rec)
     return out
+
+
+def current_history(study: optuna.Study) -> list[RunRecord]:
+    """The records of the study's current epoch: after ``run --rebaseline`` older trials are not comparable."""
+    epoch = int(study.user_attrs.get("flagopt.epoch", 0))
+    return [r for r in history(study) if int(r.attrs.get("epoch", 0)) == epoch]

@@ -80,6 +80,7 @@ def test_a_real_jax_study_of_the_reference_workload(tmp_path):
         profiles:
           f32_eigen: {xla: {xla_cpu_multi_thread_eigen: false}}
         stop: {max_trials: 3}
+        noise: {max_repeats: 1, baseline_every: 100}  # CPU noise must not turn this into a confirmation test
     """)
     storage = f"sqlite:///{tmp_path}/studies/flagopt.db"
     assert main(["run", "--space", str(space), "--storage", storage, "--quiet"]) == 0

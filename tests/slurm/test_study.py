@@ -3,6 +3,7 @@ and a hung trial, Slurm's time limit, a pinned node lost mid-study, an unknown n
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 import threading
@@ -330,3 +331,8 @@ def test_changed_nodelist_is_refused_unless_rebaselined(slurm_cluster: set[str],
     arms = {arm["label"]: arm for arm in study.user_attrs["flagopt.arms"]}
     assert arms["fast"]["trial"] == new[2].number and arms["fast"]["runs"] == 1
     assert min(arm["trial"] for arm in arms.values()) > first[-1].number
+    # Readers see the new epoch only: the leaderboard row of `fast` is its new trial, one run.
+    capsys.readouterr()
+    assert main(["leaderboard", "moved", "--storage", storage, "--json"]) == 0
+    rows = {row["profile"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["fast"]["trial"] == new[2].number and rows["fast"]["runs"] == 1
