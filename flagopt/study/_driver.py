@@ -96,6 +96,8 @@ class StudyRunner:
         self.retry_queue: list[Plan] = []
         self.launched = 0
         self._stop_requested: str | None = None
+        self._cached_arms: list = []
+        self._pending_trial: optuna.trial.Trial | None = None
         self._nodes_checked_at = 0.0
 
     # -- study-level bookkeeping --------------------------------------------------------------------------------
@@ -238,7 +240,7 @@ class StudyRunner:
 
     # -- launching ----------------------------------------------------------------------------------------------
     def _launch(self, plan: Plan) -> None:
-        trial = getattr(self, "_pending_trial", None) if plan.kind == "sampled" else None
+        trial = self._pending_trial if plan.kind == "sampled" else None
         self._pending_trial = None
         if trial is None:
             trial = self.study.ask()
@@ -339,7 +341,7 @@ class StudyRunner:
 
     def _best(self) -> str:
         best = None
-        for arm in self._cached_arms if hasattr(self, "_cached_arms") else []:
+        for arm in self._cached_arms:
             if arm.estimate is not None and (best is None or arm.estimate.gain > best.estimate.gain):
                 best = arm
         return f"{best.label} {best.estimate.gain:+.1%}" if best else "-"

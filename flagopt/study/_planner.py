@@ -86,8 +86,7 @@ class Planner:
     def __init__(self, space: Space, *, started_at: float | None = None) -> None:
         self.space = space
         self.started_at = started_at or time.time()
-
-    _sigma: float = stats.DEFAULT_NOISE_FLOOR
+        self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
 
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan]) -> Plan | Verdict | str:
