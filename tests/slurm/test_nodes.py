@@ -26,7 +26,10 @@ def test_down_node_is_named_with_state_and_reason(slurm_cluster: set[str], down_
 
 
 def test_up_nodes_pass(slurm_cluster: set[str]) -> None:
-    check_pinned_nodes("node1,node2")
+    check_pinned_nodes("node1,node2")  # raises StudyError when a pinned node is not up
+    states = node_states("node1,node2")
+    assert set(states) == {"node1", "node2"}
+    assert all(not any(bad in s.upper() for bad in ("DOWN", "DRAIN", "FAIL")) for s in states.values())
 
 
 def test_unknown_node_fails_with_slurms_message(slurm_cluster: set[str]) -> None:
