@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flagopt import stats
 from flagopt.space import NoiseSpec
@@ -29,13 +29,15 @@ class Arm:
         return len(self.runs)
 
 
-def to_run(rec: RunRecord) -> stats.Run:
+def to_run(rec: RunRecord, direction: str = "maximize") -> stats.Run:
+    """The run as the statistics see it: higher is better, whatever the metric's direction."""
+    rec = _normalise(rec, direction)
     return stats.Run(t=rec.t, value=float(rec.steady), step_std=float(rec.attrs.get("steady_std") or 0.0),
                      n_steps=int(rec.attrs.get("steady_n") or 1))
 
 
-def baseline_runs(records: Sequence[RunRecord]) -> list[stats.Run]:
-    return [to_run(r) for r in records if r.is_baseline and r.ok]
+def baseline_runs(records: Sequence[RunRecord], direction: str = "maximize") -> list[stats.Run]:
+    return [to_run(r, direction) for r in records if r.is_baseline and r.ok]
 
 
 def value_for(direction: str, value: float) -> float:
@@ -69,7 +71,11 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
 
 
 def _normalise(rec: RunRecord, direction: str) -> RunRecord:
-    if direction == "maximize" or rec.steady is None:
+    if direction == "maximize" or rec.steady is None or rec.steady <= 0:
         return rec
-    return RunRecord(rec.number, rec.kind, rec.profile, rec.config_key, rec.status, value_for(direction, rec.steady),
-                     rec.t, rec.gain, rec.attrs, rec.params)
+    inverse = value_for(direction, rec.steady)
+    attrs = dict(rec.attrs)
+    if attrs.get("steady_std"):
+        # The noise model reads the spread relative to the value: keep it relative after the inversion.
+        attrs["steady_std"] = float(attrs["steady_std"]) * inverse / rec.steady
+    return replace(rec, steady=inverse, attrs=attrs)

@@ -348,7 +348,7 @@ class StudyRunner:
 
     def _finish(self, run: Running, result: JobResult) -> None:
         records = self.records()
-        baselines = baseline_runs(records)
+        baselines = baseline_runs(records, self.space.metric.direction)
         reference = next((r.attrs.get("final_loss") for r in records if r.is_baseline and r.ok), None)
         if run.plan.kind in (R.BASELINE, "evidence") or isinstance(reference, str):
             reference = math.nan  # the baseline is its own reference; a stored "nan" is NaN
