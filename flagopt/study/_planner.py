@@ -14,7 +14,7 @@ from typing import Any
 
 from flagopt import stats
 from flagopt.space import Space, TrialConfig
-from flagopt.study._arms import Arm, baseline_runs
+from flagopt.study._arms import Arm, baseline_runs, to_run
 from flagopt.study._records import BASELINE, NO_ENV, RunRecord
 
 SAMPLE = "sample"
@@ -68,11 +68,6 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
             "numerics_flagged": arm.numerics_flagged}
 
 
-def _run(rec: RunRecord) -> stats.Run:
-    return stats.Run(t=rec.t, value=float(rec.steady), step_std=float(rec.attrs.get("steady_std") or 0.0),
-                     n_steps=int(rec.attrs.get("steady_n") or 1))
-
-
 def _seconds_per_run(records: Sequence[RunRecord]) -> float:
     """Typical wall time of one run: drift is measured per second, controls are spaced in runs."""
     spans = [float(r.attrs["ended_at"]) - float(r.attrs["started_at"]) for r in records
@@ -85,6 +80,7 @@ class Planner:
 
     def __init__(self, space: Space, *, started_at: float | None = None) -> None:
         self.space = space
+        self._direction = space.metric.direction
         self.started_at = started_at or time.time()
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
 
@@ -107,7 +103,7 @@ class Planner:
         if not any(r.kind == NO_ENV for r in records) and NO_ENV not in flying:
             return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env")
 
-        runs = baseline_runs(records)
+        runs = baseline_runs(records, self._direction)
         self._sigma = max(stats.run_noise(runs), 0.003) if len(runs) >= 2 else 0.01
         stop = self.stop_verdict(records, arms)
         if stop is not None and stop.winner and space.configs:
@@ -167,7 +163,8 @@ class Planner:
             if len(base) < need or len(cand) < need:
                 results[name] = {"verdict": "unknown", "reason": f"{failed} failed runs", "runs": len(cand)}
                 continue
-            est = stats.estimate_arm([_run(r) for r in cand], [_run(r) for r in base],
+            est = stats.estimate_arm([to_run(r, self._direction) for r in cand],
+                                     [to_run(r, self._direction) for r in base],
                                      confidence=self.space.noise.confidence)
             results[name] = {"gain": est.gain, "ci": [est.lo, est.hi], "runs": est.n,
                              "verdict": stats.verdict(est, min_effect=self.space.noise.min_effect, min_runs=need)}
@@ -194,7 +191,7 @@ class Planner:
             return since >= 2
         every = self.space.noise.baseline_every
         if every is None:
-            every = stats.drift_interval(baseline_runs(records), t_per_trial=_seconds_per_run(records))
+            every = stats.drift_interval(baseline_runs(records, self._direction), t_per_trial=_seconds_per_run(records))
         return since >= every
 
     def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan]) -> list[Arm]:
@@ -276,7 +273,7 @@ class Planner:
                        tried=tried, noise=noise)
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
-        runs = baseline_runs(records)
+        runs = baseline_runs(records, self._direction)
         if len(runs) < 2:
             return {"baseline_runs": float(len(runs))}
         return {"baseline_runs": float(len(runs)), "run_sigma": stats.run_noise(runs)}
