@@ -67,6 +67,9 @@ def render_markdown(rep: ReportData) -> str:
     else:
         out.append("No configuration has completed a measured run yet.")
     out += ["", "## Negative findings (skip these next time)", ""]
+    if any(line.startswith("**`") for line in rep.negative):
+        out += ["A setting in bold hurt wherever it was set. Sampled configurations change several settings at once, "
+                "so such a pattern is a lead to test on its own, not a proof.", ""]
     out += [f"- {line}" for line in rep.negative] or ["Nothing measured hurts beyond the noise."]
 
     if rep.bubble:

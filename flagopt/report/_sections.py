@@ -11,6 +11,8 @@ from typing import Any
 
 from flagopt.errors import FlagoptError
 from flagopt.report._data import StudyData, is_nan, other_cells
+from flagopt.report._diff import changed, changed_text
+from flagopt.report._negative import Finding, negative_lines
 from flagopt.space import render_value
 from flagopt.study import RunRecord, settings_text
 
@@ -87,6 +89,21 @@ def _ci(est: Any) -> tuple[float, float]:
     return (100 * est.lo, 100 * est.hi)
 
 
+def _trial_counts(recs: tuple[RunRecord, ...]) -> str:
+    """``40 trials: 38 ok, 2 cancelled; by kind 8 baseline-deployed, ...`` (ok first, then by count)."""
+    if not recs:
+        return "none"
+    by_status: dict[str, int] = defaultdict(int)
+    by_kind: dict[str, int] = defaultdict(int)
+    for r in recs:
+        by_status[r.status] += 1
+        by_kind[r.kind] += 1
+    statuses = sorted(by_status.items(), key=lambda kv: (kv[0] != "ok", -kv[1], kv[0]))
+    kinds = sorted(by_kind.items(), key=lambda kv: (not kv[0].startswith("baseline"), kv[0]))
+    return (f"{len(recs)} trial{'s' if len(recs) != 1 else ''}: " + ", ".join(f"{n} {s}" for s, n in statuses)
+            + "; by kind " + ", ".join(f"{n} {k}" for k, n in kinds))
+
+
 def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
     recs = data.all_records
     starts = [float(r.attrs["submitted_at"]) for r in recs if r.attrs.get("submitted_at")]
@@ -98,9 +115,6 @@ def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
     device = f"{info.get('num_devices', '?')} x {info['device_kind']}" if info.get("device_kind") else "not in the logs"
     versions = ", ".join(f"{k.removesuffix('_version')} {v}" for k, v in sorted(info.items()) if k.endswith("_version"))
     steps = max((s for r in data.baselines for s, _ in (r.attrs.get("steps") or [])), default=None)
-    counts: dict[str, int] = defaultdict(int)
-    for r in recs:
-        counts[r.status] += 1
     header = (
         ("Date", f"report {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; study ran "
                  f"{_when(min(starts) if starts else None)} to {_when(max(ends) if ends else None)}"),
@@ -110,7 +124,7 @@ def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
         ("Versions", versions or "not stated in the logs (MaxText prints jax/jaxlib; NCCL_DEBUG=INFO prints NCCL)"),
         ("Measurement", f"{data.metric_field} ({data.direction}), steady-state window steps {data.window[0]}-"
                         f"{data.window[1]}" + (f" of {steps + 1} steps per run" if steps is not None else "")),
-        ("Trials", ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"),
+        ("Trials", _trial_counts(recs)),
     )
     command = shlex.join(base.attrs.get("argv") or []) if base else ""
     return header, command
@@ -138,7 +152,7 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     if arm is not None and arm.estimate is not None:
         est = arm.estimate
         state = "confirmed" if winner else "NOT confirmed (best estimate so far)"
-        out.append(f"Best recipe: **{arm.label}** `{settings_text(arm.first.attrs.get('settings')) or '(no change)'}`: "
+        out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
                    f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] vs baseline-deployed over "
                    f"{arm.n} run{'s' if arm.n != 1 else ''} ({arm.verdict}; {state}).")
         out.append(_why(data, arm.first.attrs.get("settings") or {}))
@@ -195,7 +209,11 @@ def rows_of(data: StudyData) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
         if is_nan(r.delta_pct):
             continue
         ci = None if is_nan(r.ci_lo_pct) else (float(r.ci_lo_pct), float(r.ci_hi_pct))
-        rows.append(Row(int(r.trial), str(r.profile), str(r.flags), None if is_nan(r.steady) else float(r.steady),
+        record = data.record(int(r.trial))
+        flags = str(r.flags)
+        if not flags.startswith("(") and record is not None:
+            flags = changed_text(record.attrs.get("settings"), data.space) or flags
+        rows.append(Row(int(r.trial), str(r.profile), flags, None if is_nan(r.steady) else float(r.steady),
                         None if is_nan(r.step_s) else float(r.step_s), float(r.delta_pct), ci, str(r.verdict),
                         int(r.runs), winner=int(r.trial) == winner_trial))
     if len(rows) <= TOP + BOTTOM:
@@ -203,27 +221,29 @@ def rows_of(data: StudyData) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
     return tuple(rows[:TOP]), tuple(rows[-BOTTOM:])
 
 
+def _finding(data: StudyData, arm: Any) -> Finding:
+    est = arm.estimate
+    if arm.verdict == "worse" or est.hi < 0:
+        how = "hurts (confirmed)" if arm.verdict == "worse" else "hurts"
+    elif est.gain <= -data.noise.min_effect:
+        how = f"probably hurts (not confirmed, {arm.n} run{'s' if arm.n != 1 else ''})"
+    else:
+        how = ""
+    diff = changed(arm.first.attrs.get("settings"), data.space)
+    tokens = tuple(settings_text({sec: {k: v}}) for sec, values in diff.items() for k, v in values.items())
+    return Finding(arm.label, changed_text(arm.first.attrs.get("settings"), data.space), tokens, 100 * est.gain,
+                   100 * est.lo, 100 * est.hi, arm.n, how, sampled=arm.kind == "sampled")
+
+
 def negative_of(data: StudyData) -> tuple[str, ...]:
-    out = []
-    min_effect = data.noise.min_effect
-    scored = sorted((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
-                    key=lambda a: a.estimate.gain)
-    for arm in scored:
-        est = arm.estimate
-        if arm.verdict == "worse" or est.hi < 0:
-            how = "hurts (confirmed)" if arm.verdict == "worse" else "hurts"
-        elif est.gain <= -min_effect:
-            how = f"probably hurts (not confirmed, {arm.n} run{'s' if arm.n != 1 else ''})"
-        else:
-            continue
-        out.append(f"**{arm.label}** `{settings_text(arm.first.attrs.get('settings'))}` {how}: "
-                   f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}]")
-    for arm in data.arms:
-        if arm.estimate is None and arm.failures:
-            last = arm.failures[-1].attrs
-            out.append(f"**{arm.label}** `{settings_text(arm.first.attrs.get('settings'))}` fails: "
-                       f"{last.get('failure_class', arm.failures[-1].status)}")
-    return tuple(out)
+    findings = [_finding(data, a) for a in data.arms
+                if a.estimate is not None and a.kind not in ("baseline-no-env", "baseline-deployed")]
+    failures = [f"**{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space)}` fails: "
+                f"{arm.failures[-1].attrs.get('failure_class', arm.failures[-1].status)}"
+                for arm in data.arms if arm.estimate is None and arm.failures
+                # a cancelled run says nothing about its configuration (scancel, a stopped study)
+                and arm.failures[-1].attrs.get("failure_class", arm.failures[-1].status) != "cancelled"]
+    return tuple(negative_lines(findings, failures))
 
 
 def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:
@@ -241,7 +261,8 @@ def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:
 
 def appendix_of(records: tuple[RunRecord, ...]) -> tuple[dict[str, Any], ...]:
     return tuple({"trial": r.number, "kind": r.kind, "label": r.label, "job_id": r.attrs.get("job_id") or "",
-                  "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class") else ""),
+                  "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class")
+                                       and r.attrs["failure_class"] != r.status else ""),
                   "delta_pct": r.attrs.get("delta_pct"), "log_path": r.attrs.get("log_path") or ""} for r in records)
 
 

@@ -6,7 +6,7 @@ import re
 
 from flagopt.export import build_export, render_env_sh
 from flagopt.report import report_data, render_markdown, write_report
-from flagopt.study import settings_text
+from flagopt.report._diff import changed_text
 
 
 def section(text: str, title: str) -> str:
@@ -31,7 +31,7 @@ def test_tldr_names_the_verdict_winner_with_its_interval(fsdp):
     rep = report_data(fsdp)
     arm = fsdp.arm_of_trial(int(fsdp.winner["trial"]))
     best = rep.tldr[0]
-    assert arm.label in best and settings_text(arm.first.attrs["settings"]) in best
+    assert arm.label in best and changed_text(arm.first.attrs["settings"], fsdp.space) in best
     assert f"{100 * arm.estimate.lo:+.2f}" in best and f"{100 * arm.estimate.hi:+.2f}" in best
     assert any(fsdp.verdict["message"] in line for line in rep.tldr)
 
