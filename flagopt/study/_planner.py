@@ -15,7 +15,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.space import Space, TrialConfig
 from flagopt.study._arms import Arm, baseline_runs, to_run
-from flagopt.study._records import BASELINE, NO_ENV, RunRecord
+from flagopt.study._records import BASELINE, CANCELLED, NO_ENV, RunRecord
 
 SAMPLE = "sample"
 #: A baseline that fails this many times in a row means the job itself is broken: no trial can be scored.
@@ -88,7 +88,9 @@ class Planner:
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan]) -> Plan | Verdict | str:
         space = self.space
         flying = {p.kind for p in in_flight}
-        baselines = [r for r in records if r.is_baseline]
+        # A cancelled run (Ctrl-C, or a driver that died before submitting it) measured nothing: it neither counts
+        # as a broken baseline nor as an evaluated baseline-no-env or profile, so a resumed study runs it again.
+        baselines = [r for r in records if r.is_baseline and r.status != CANCELLED]
         ok_baselines = [r for r in baselines if r.ok]
 
         recent = baselines[-MAX_BASELINE_FAILURES:]
@@ -100,7 +102,7 @@ class Planner:
             if BASELINE in flying:
                 return "wait"
             return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
-        if not any(r.kind == NO_ENV for r in records) and NO_ENV not in flying:
+        if not any(r.kind == NO_ENV and r.status != CANCELLED for r in records) and NO_ENV not in flying:
             return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env")
 
         runs = baseline_runs(records, self._direction)
@@ -122,7 +124,8 @@ class Planner:
         if chosen is not None:
             return Plan(config_of(chosen.first), "repeat", f"confirming {chosen.label}", repeat_of=chosen.first.number)
 
-        attempted = {r.profile for r in records if r.kind == "profile"} | {p.config.profile for p in in_flight}
+        attempted = {r.profile for r in records if r.kind == "profile" and r.status != CANCELLED} \
+            | {p.config.profile for p in in_flight}
         for profile in space.profiles:
             if profile.profile not in attempted:
                 return Plan(profile, "profile", "catalog profile")
