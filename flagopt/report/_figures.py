@@ -135,11 +135,15 @@ def draw(fd: FigureData) -> dict[str, go.Figure]:
     """One plotly figure per panel, keyed by a stable id."""
     figs: dict[str, go.Figure] = {}
     tl = go.Figure()
-    for kinds, name, marker in ((("baseline-deployed",), "baseline-deployed (controls)", dict(size=10, symbol="diamond")),
-                                (None, "trials", dict(size=7))):
-        pts = [p for p in fd.timeline if (p.kind in kinds if kinds else p.kind != "baseline-deployed")]
-        tl.add_trace(go.Scatter(x=[p.minutes for p in pts], y=[p.value for p in pts], mode="markers", name=name,
-                                marker=marker, text=[f"trial {p.trial}: {p.label}" for p in pts]))
+    # one trace per kind, so the sampled cloud, the profiles and their repeats read apart from the controls
+    kinds = sorted({p.kind for p in fd.timeline}, key=lambda k: (k != "baseline-deployed", k))
+    for kind in kinds:
+        pts = [p for p in fd.timeline if p.kind == kind]
+        control = kind == "baseline-deployed"
+        tl.add_trace(go.Scatter(x=[p.minutes for p in pts], y=[p.value for p in pts], mode="markers",
+                                name="baseline-deployed (controls)" if control else kind,
+                                marker=dict(size=10, symbol="diamond") if control else dict(size=7),
+                                text=[f"trial {p.trial}: {p.label}" for p in pts]))
     if fd.drift:
         tl.add_trace(go.Scatter(x=[d[0] for d in fd.drift], y=[d[1] for d in fd.drift], mode="lines",
                                 name="fitted drift (baseline level)"))
@@ -162,13 +166,21 @@ def draw(fd: FigureData) -> dict[str, go.Figure]:
     for tr in fd.traces:
         steps.add_trace(go.Scatter(x=[s for s, _ in tr.steps], y=[v for _, v in tr.steps], mode="lines+markers",
                                    name=f"{tr.label} (trial {tr.trial})", line=dict(dash="dash" if tr.baseline else "solid")))
+    # step 0 includes compilation (tens of times slower); scaled to it, the steady-state differences vanish
+    shown = [v for tr in fd.traces for s, v in tr.steps if s >= 1]
+    if shown:
+        pad = 0.05 * (max(shown) - min(shown) or max(shown) or 1.0)
+        steps.update_yaxes(range=[min(shown) - pad, max(shown) + pad])
     steps.add_vrect(x0=fd.window[0], x1=fd.window[1], opacity=0.1, line_width=0, annotation_text="steady window")
-    steps.update_layout(title="per-step trace: top configurations and the baseline", xaxis_title="step",
+    steps.update_layout(title="per-step trace: top configurations and the baseline (step 0, compilation, off scale)",
+                        xaxis_title="step",
                         yaxis_title=fd.metric)
     figs["steps"] = steps
 
     imp = go.Figure(go.Bar(x=list(fd.importances.values()), y=list(fd.importances.keys()), orientation="h"))
     imp.update_layout(title=f"parameter importances ({fd.importance_note})", xaxis_title="importance",
                       yaxis=dict(autorange="reversed"))
+    if not fd.importances:
+        imp.add_annotation(text=fd.importance_note, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     figs["importances"] = imp
     return figs

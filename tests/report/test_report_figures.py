@@ -54,3 +54,29 @@ def test_html_is_self_contained_with_every_figure(pp):
     assert "<script src=" not in page  # nothing fetched: plotly.js is inline
     assert page.count("Plotly.newPlot") == len(figures)
     assert len(page) > 1_000_000  # the inline plotly.js bundle
+
+
+def test_step_traces_are_scaled_to_the_steps_after_compilation(fsdp):
+    fd = figure_data(fsdp)
+    fig = draw(fd)["steps"]
+    lo, hi = fig.layout.yaxis.range
+    later = [v for tr in fd.traces for s, v in tr.steps if s >= 1]
+    assert lo <= min(later) and hi >= max(later)
+    # the compile step is far below the steady state and must not set the scale
+    assert all(v < lo for tr in fd.traces for s, v in tr.steps if s == 0 and v < min(later))
+    assert hi - lo < 2 * (max(later) - min(later)) + 1e-9
+
+
+def test_timeline_has_one_trace_per_kind_with_controls_first(pp):
+    fd = figure_data(pp)
+    fig = draw(fd)["timeline"]
+    markers = [t for t in fig.data if t.mode == "markers"]
+    assert markers[0].name == "baseline-deployed (controls)"
+    assert {t.name for t in markers[1:]} == {p.kind for p in fd.timeline} - {"baseline-deployed"}
+    assert sum(len(t.x) for t in markers) == len(fd.timeline)
+
+
+def test_empty_importances_say_why_on_the_figure(fsdp):
+    fd = figure_data(fsdp)
+    fig = draw(fd)["importances"]
+    assert [a.text for a in fig.layout.annotations] == [fd.importance_note]
