@@ -90,7 +90,13 @@ class StudyRunner:
         self.folder = study_folder(self.storage, self.space.name)
         self.study = optuna.create_study(
             study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
-            sampler=make_sampler(self.sampler or self.space.sampler, self.space.seed), load_if_exists=True)
+            sampler=optuna.samplers.RandomSampler(), load_if_exists=True)
+        # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
+        # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
+        seed = self.space.seed
+        if seed is not None:
+            seed += len(self.study.get_trials(deepcopy=False))
+        self.study.sampler = make_sampler(self.sampler or self.space.sampler, seed)
         self.planner = Planner(self.space)
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
