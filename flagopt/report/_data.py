@@ -78,9 +78,15 @@ class StudyData:
 
     @property
     def best_arm(self) -> Arm | None:
-        """The arm with the highest estimated gain (confirmed or not), excluding baseline-no-env."""
+        """The arm to recommend when the study drew no winner, excluding baseline-no-env: the highest estimated gain
+        among arms whose verdict is ``better``, else among all.
+
+        An arm still short of its repeats can out-estimate a confirmed one by noise (a cancelled repeat leaves it
+        at two runs); recommending it over the confirmed arm would trade evidence for a fraction of a percent.
+        """
         scored = [a for a in self.arms if a.estimate is not None and a.kind != "baseline-no-env"]
-        return max(scored, key=lambda a: a.estimate.gain) if scored else None
+        better = [a for a in scored if a.verdict == "better"]
+        return max(better or scored, key=lambda a: a.estimate.gain) if scored else None
 
     def arm_of_trial(self, number: int) -> Arm | None:
         """The arm whose runs (or failures) include trial ``number``."""

@@ -151,11 +151,17 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     arm = data.arm_of_trial(int(winner["trial"])) if winner else data.best_arm
     if arm is not None and arm.estimate is not None:
         est = arm.estimate
-        state = "confirmed" if winner else "NOT confirmed (best estimate so far)"
+        state = "confirmed" if winner else "NOT the study's winner: it drew none yet, best so far"
         out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
                    f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] vs baseline-deployed over "
                    f"{arm.n} run{'s' if arm.n != 1 else ''} ({arm.verdict}; {state}).")
         out.append(_why(data, arm.first.attrs.get("settings") or {}))
+        top = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
+                  key=lambda a: a.estimate.gain)
+        if top is not arm:
+            out.append(f"**{top.label}** estimates more (Δ {100 * top.estimate.gain:+.2f} % [{100 * top.estimate.lo:+.2f}, "
+                       f"{100 * top.estimate.hi:+.2f}] over {top.n} run{'s' if top.n != 1 else ''}, verdict "
+                       f"{top.verdict}) but is not confirmed better; the recipe above is.")
     else:
         out.append("No configuration has a measured gain yet.")
     if verdict:
