@@ -57,7 +57,9 @@ def render_markdown(rep: ReportData) -> str:
 
     out += ["## Leaderboard", "",
             "Δ% is drift-corrected against the baseline-deployed runs interleaved through the study; "
-            "the bracket is its confidence interval. ⭐ marks the confirmed winner.", ""]
+            "the bracket is its confidence interval. "
+            + ("⭐ marks the confirmed winner." if rep.winner_trial is not None else "The study has no confirmed winner yet."),
+            ""]
     if rep.top:
         if rep.bottom:
             out += [f"Top {len(rep.top)}:", "", *_table(rep, rep.top), "", f"Bottom {len(rep.bottom)}:", "",
