@@ -57,3 +57,11 @@ def test_without_a_winner_a_confirmed_arm_beats_a_noisier_estimate(storage):
     assert choose(data).label == best.label and not choose(data).confirmed
     tldr = report_data(data).tldr
     assert f"**{best.label}**" in tldr[0] and any(top.label in line and "not confirmed" in line for line in tldr)
+
+
+def test_leaderboard_note_matches_whether_there_is_a_winner(storage):
+    from flagopt.report import render_markdown
+    pp = render_markdown(report_data(study_data(storage, "h200x2-pp")))
+    fsdp = render_markdown(report_data(study_data(storage, "h200x2-fsdp")))
+    assert "no confirmed winner yet" in pp and "⭐" not in pp.split("## Leaderboard")[1].split("## Negative")[0]
+    assert "⭐ marks the confirmed winner" in fsdp and "no confirmed winner" not in fsdp
