@@ -3,7 +3,7 @@
 # CONFIRMED: jax_toolbox_llm (trial 14) +2.90 % [+1.78, +4.02] vs baseline-deployed over 3 runs; verdict budget: max_trials (40) runs used; best confirmed: jax_toolbox_llm +2.9% [+1.8%, +4.0%] over 3 runs (below the 5% win bar)
 # model_tag lm-16x4096 · parallelism FSDP=2 · nodelist - · host vm · job 20364
 # jax 0.11.2, jaxlib 0.11.2; 2 x NVIDIA H200
-# exported 2026-11-22T00:42:18+00:00 by flagopt 0.1.0
+# exported 2026-11-22T01:29:21+00:00 by flagopt 0.1.0
 # XLA flags are appended: XLA reads a repeated flag last-wins, so these override the deployed ones.
 # Applies only to the cell it was tuned on: set FLAGOPT_PARALLELISM to say which cell a job runs.
 _flagopt_cell=FSDP=2
