@@ -88,15 +88,15 @@ class StudyRunner:
 
     def __post_init__(self) -> None:
         self.folder = study_folder(self.storage, self.space.name)
+        sampler_name = self.sampler or self.space.sampler
         self.study = optuna.create_study(
             study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
-            sampler=optuna.samplers.RandomSampler(), load_if_exists=True)
-        # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
-        # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
-        seed = self.space.seed
-        if seed is not None:
-            seed += len(self.study.get_trials(deepcopy=False))
-        self.study.sampler = make_sampler(self.sampler or self.space.sampler, seed)
+            sampler=make_sampler(sampler_name, self.space.seed), load_if_exists=True)
+        stored = len(self.study.get_trials(deepcopy=False))
+        if self.space.seed is not None and stored:
+            # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
+            # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
+            self.study.sampler = make_sampler(sampler_name, self.space.seed + stored)
         self.planner = Planner(self.space)
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
