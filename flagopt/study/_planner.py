@@ -130,8 +130,13 @@ class Planner:
             if profile.profile not in attempted:
                 return Plan(profile, "profile", "catalog profile")
         if not space.params:
-            return Verdict("budget", "every profile was evaluated and the space has no params to sample",
-                           tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
+            # Same recommendation rule as any other budget stop: a confirmed-better profile below the win bar is
+            # still the one to deploy.
+            eligible = [a for a in arms if a.estimate is not None and (space.numerics.allow or not a.numerics_flagged)]
+            why = "every profile was evaluated and the space has no params to sample" if space.profiles \
+                else "the space has no profiles and no params: only the two baselines were compared"
+            return self.budget_verdict("budget", why, eligible, [arm_summary(a) for a in arms],
+                                       self.noise_summary(records))
         return SAMPLE
 
     # -- the cross-config check --------------------------------------------------------------------------------
