@@ -105,6 +105,12 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
     if failure is not None and failures.HANDLING[failure.failure_class].flagged:
         attrs["numerics_flag"] = failure.reason
     t = attrs.get("started_at") or 0.0
+    if steady.mean <= 0:
+        # Gains are ratios: a zero or negative throughput (or step time) is a broken measurement, not a score.
+        reason = f"steady {metric.field} is {steady.mean:g} over steps {metric.window[0]}-{metric.window[1]}: not a measurement"
+        attrs.update(failure_class="incomplete", failure_reason=reason, failure_lines=[], failure_details={})
+        return Collected(status=R.FAILED, attrs=attrs,
+                         failure=failures.Failure("incomplete", reason, (), {}))
     value = value_for(metric.direction, steady.mean)
     if baselines:
         base = stats.baseline_at(baselines, t)

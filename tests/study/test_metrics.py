@@ -65,3 +65,16 @@ def test_regex_metric_from_a_custom_python_job(write_space, storage):
     assert records["baseline-deployed"].steady == pytest.approx(100.5)
     assert records["more"].steady == pytest.approx(110.5)
     assert records["more"].attrs["delta_pct"] == pytest.approx(100 * (110.5 / 100.5 - 1), rel=1e-3)
+
+
+def test_a_non_positive_steady_value_is_a_failed_measurement(write_space, storage):
+    space = write_space("""
+        name: zero
+        command: ["{python}", "-c", "for i in range(15): print(f'completed step: {i}, seconds: 0.0, Tokens/s/device: 0.0, loss: 1.0')"]
+        metric: {field: seconds, direction: minimize}
+        stop: {max_trials: 3}
+    """)
+    assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight", "--quiet"]) == 0
+    records = history(load_study(storage, "zero"))
+    assert records and all(r.status == "failed" for r in records)
+    assert "not a measurement" in records[0].attrs["failure_reason"]
