@@ -48,12 +48,18 @@ def _n(count: int, kind: str) -> str:
 
 
 def _overview(ev: HloEvidence) -> str:
+    """The collectives that carry the step's traffic: kinds under 1 % of the bytes are left out of the sentence."""
     parts = []
-    for kind, s in ev.summary().items():
+    summary = ev.summary()
+    for kind, s in summary.items():
+        if s.share is not None and s.share < 0.01 and len(summary) > 1:
+            continue
         amount = hb(s.bytes_per_step if s.bytes_per_step is not None else s.bytes)
         share = "" if s.share is None else f", {100 * s.share:.0f} % of collective bytes"
-        parts.append(f"{_n(s.executions or s.count, kind)} moving {amount}{share}")
-    return "the baseline step runs " + "; ".join(parts)
+        runs = s.executions or s.count
+        ops = f" ({_n(s.count, 'op')} in the module)" if runs != s.count else ""
+        parts.append(f"{_n(runs, kind)}{ops} moving {amount}{share}")
+    return "each baseline step runs " + "; ".join(parts)
 
 
 def _combine(kind: str, value: int, base: HloEvidence, winner: HloEvidence | None) -> list[str]:
@@ -95,7 +101,7 @@ def _combine(kind: str, value: int, base: HloEvidence, winner: HloEvidence | Non
 def _decompose(kind: str, value: int, base: HloEvidence, winner: HloEvidence | None) -> list[str]:
     ops = base.of_kind(kind)
     big = [c for c in ops if c.bytes >= value]
-    out = [f"with a {kind} decomposer threshold of {hb(value)}, {len(big)} of the baseline's {len(ops)} {kind}s "
+    out = [f"with a {kind} decomposer threshold of {hb(value)}, {len(big)} of the baseline's {len(ops)} {kind} ops "
            f"are at or above it and become send/recv pairs"]
     if winner is not None:
         p2p = len(winner.of_kind("send")) + len(winner.of_kind("recv"))

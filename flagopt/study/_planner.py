@@ -98,11 +98,13 @@ class Planner:
             return Verdict("baseline-failed", f"baseline-deployed failed {len(recent)} times in a row "
                            f"({recent[-1].attrs.get('failure_class', 'failed')}: {recent[-1].attrs.get('failure_reason', '')}); "
                            "no trial can be scored. Fix the command or the deployed flags and run again.")
+        no_env_due = not any(r.kind == NO_ENV and r.status != CANCELLED for r in records) and NO_ENV not in flying
         if not ok_baselines:
-            if BASELINE in flying:
-                return "wait"
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
-        if not any(r.kind == NO_ENV and r.status != CANCELLED for r in records) and NO_ENV not in flying:
+            if BASELINE not in flying:
+                return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
+            # Wave 1 is both baselines: with two jobs in flight (Slurm) the second is queued behind the first.
+            return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env") if no_env_due else "wait"
+        if no_env_due:
             return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env")
 
         runs = baseline_runs(records, self._direction)

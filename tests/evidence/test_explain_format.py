@@ -18,7 +18,8 @@ def test_threshold_sentences_follow_the_real_sizes() -> None:
     step = explain({"--xla_gpu_reduce_scatter_combine_threshold_bytes": 1 << 33}, ev)
     assert "at least the 2 GiB reduce-scatter total per step" in step[1]
     assert explain({"xla_gpu_all_gather_combine_threshold_bytes": 1 << 30}, ev)[0].startswith(
-        "the baseline step runs 64 all-gathers moving 8 GiB, 80 % of collective bytes")
+        "each baseline step runs 64 all-gathers (4 ops in the module) moving 8 GiB, 80 % of collective bytes; "
+        "32 reduce-scatters (2 ops in the module) moving 2 GiB, 20 % of collective bytes")  # the 4-byte all-reduce: < 1 %
 
 
 def test_sentences_without_a_winner_dump_do_not_claim_what_xla_did() -> None:
