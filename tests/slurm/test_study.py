@@ -45,11 +45,12 @@ def by_profile(records: list[RunRecord]) -> dict[str, list[RunRecord]]:
     return out
 
 
-def sacct_jobs(job_ids: list[str], within_s: float = 30.0) -> dict[str, dict[str, str]]:
+def sacct_jobs(job_ids: list[str], within_s: float = 30.0, nodes: int | None = None) -> dict[str, dict[str, str]]:
     """``{job id: {NodeList, State, Submit, Start, End}}`` straight from ``sacct``, once accounting has settled.
 
     slurmdbd applies the controller's messages with a lag, and for a second or two after a job's end ``sacct`` can
-    still show a partial record (a 2-node job on ``node1``), so this waits for the same answer twice, 1 s apart.
+    still show a partial record (a 2-node job on ``node1``), so this waits for the same answer twice, 1 s apart,
+    and, given ``nodes``, until every job lists that many nodes (seen lagging longer on a loaded 2-core machine).
     """
     fields = ("JobID", "NodeList", "State", "Submit", "Start", "End")
     deadline = time.time() + within_s
@@ -59,6 +60,8 @@ def sacct_jobs(job_ids: list[str], within_s: float = 30.0) -> dict[str, dict[str
                              capture_output=True, text=True, check=True).stdout
         rows = {line.split("|")[0]: dict(zip(fields, line.split("|"))) for line in out.splitlines() if line}
         ended = set(rows) == set(job_ids) and all(row["End"] not in ("Unknown", "") for row in rows.values())
+        if nodes is not None:
+            ended = ended and all(len(expand_nodelist(row["NodeList"])) == nodes for row in rows.values())
         if (ended and rows == previous) or time.time() > deadline:
             return rows
         previous = rows if ended else None
@@ -145,7 +148,7 @@ def test_study_on_two_pinned_nodes_runs_every_trial_there(slurm_cluster: set[str
     (fast,) = by_profile(records)["fast"]
     assert fast.attrs["delta_pct"] == pytest.approx(2.0, abs=0.2)  # scored from rank 0's log, read after Slurm
 
-    jobs = sacct_jobs([r.attrs["job_id"] for r in records])
+    jobs = sacct_jobs([r.attrs["job_id"] for r in records], within_s=60, nodes=2)
     for r in records:
         job = jobs[r.attrs["job_id"]]
         assert sorted(expand_nodelist(job["NodeList"])) == ["node1", "node2"], jobs
