@@ -8,7 +8,7 @@ from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import Progress, StudyRunner, study_folder
+from flagopt.study import Progress, StudyRunner, prepare_storage, study_folder
 from flagopt.study._driver import PinnedNodesDown
 
 
@@ -62,6 +62,7 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
 
 def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
+    prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     out = console()
     if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
         from flagopt.executors import check_pinned_nodes

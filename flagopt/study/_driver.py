@@ -26,7 +26,7 @@ from flagopt.study._collect import Collected, _jsonable, collect
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
-from flagopt.study._storage import open_storage, storage_url, study_folder
+from flagopt.study._storage import open_storage, storage_url, study_folder, prepare_storage
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0
@@ -88,6 +88,7 @@ class StudyRunner:
 
     def __post_init__(self) -> None:
         self.folder = study_folder(self.storage, self.space.name)
+        prepare_storage(self.storage, self.space.name)  # before the study exists: a bad path writes nothing
         sampler_name = self.sampler or self.space.sampler
         self.study = optuna.create_study(
             study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
