@@ -16,7 +16,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run or resume the tuning study of a space file")
     p.add_argument("--space", required=True, metavar="FILE")
     add_storage(p)
-    p.add_argument("--trials", type=int, default=None, metavar="N", help="launch at most N runs in this invocation")
+    p.add_argument("--trials", type=positive_int, default=None, metavar="N",
+                   help="launch at most N runs in this invocation")
     p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
     p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
     p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist (pinned nodes)")
@@ -29,6 +30,17 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-preflight", action="store_true", help="skip the XLA flag pre-flight check")
     p.add_argument("--quiet", action="store_true", help="no per-trial output")
     p.set_defaults(handler=run)
+
+
+def positive_int(text: str) -> int:
+    """``--trials``: a count of runs to launch; 0 or less would silently launch nothing."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
 
 import pytest
 
@@ -54,13 +56,32 @@ def test_study_folder_that_is_a_file_is_refused_before_the_study_is_created(writ
     assert sorted(os.listdir(tmp_path / "studies")) == ["s"]  # no database either
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permission bits (a read-only mount is the real case)")
-def test_read_only_storage_folder_is_one_error(write_space, tmp_path, capsys):
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A real read-only mount (tmpfs, ro) where the test may mount; else a folder without write permission."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(folder)], capture_output=True) \
+        if shutil.which("mount") and os.geteuid() == 0 else None
+    if mount is None or mount.returncode != 0:
+        if os.geteuid() == 0:
+            pytest.skip("root writes through permission bits and cannot mount here")
+        folder.chmod(0o555)
+    try:
+        yield folder
+    finally:
+        if mount is not None and mount.returncode == 0:
+            subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_read_only_storage_folder_is_one_error(write_space, read_only_folder, capsys):
     space = write_space(f"name: s\ncommand: {FAULTY}\n")
-    (tmp_path / "ro").mkdir(mode=0o555)
-    assert main(["run", "--space", str(space), "--storage", f"sqlite:///{tmp_path}/ro/flagopt.db",
+    assert main(["run", "--space", str(space), "--storage", f"sqlite:///{read_only_folder}/flagopt.db",
                  "--no-preflight", "--quiet"]) == 2
-    assert "the storage folder is not writable" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip()
+    assert err == f"flagopt: error: --storage: {read_only_folder}: the storage folder is not writable " \
+                  "(read-only mount or permissions)"
+    assert os.listdir(read_only_folder) == []
 
 
 def test_a_corrupt_page_of_the_sqlite_file_is_said_plainly(write_space, storage, tmp_path, capsys):
