@@ -19,10 +19,12 @@ from flagopt import failures, stats
 from flagopt.errors import StudyError
 from flagopt.executors import BaseExecutor, JobResult, TrialJob, TrialLaunch
 from flagopt.render import RenderedTrial, config_from_params, render
-from flagopt.space import Param, Space, TrialConfig
+from flagopt.space import Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.study._arms import arms_of, baseline_runs
 from flagopt.study._collect import Collected, _jsonable, collect
+from flagopt.study._domains import distribution, optuna_names
+from flagopt.study._fingerprint import bind_study
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
@@ -37,14 +39,6 @@ EVIDENCE_FLAGS = ("--xla_dump_hlo_as_text",)
 
 class PinnedNodesDown(StudyError):
     """A pinned Slurm node cannot run jobs any more: the study stops (verdict ``node-down``) rather than move on."""
-
-
-def distribution(p: Param) -> optuna.distributions.BaseDistribution:
-    if p.choices is not None:
-        return optuna.distributions.CategoricalDistribution(list(p.choices))
-    if p.type == "int":
-        return optuna.distributions.IntDistribution(int(p.low), int(p.high), log=p.log, step=int(p.step or 1))
-    return optuna.distributions.FloatDistribution(float(p.low), float(p.high), log=p.log, step=p.step)
 
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
@@ -99,6 +93,7 @@ class StudyRunner:
             # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
             self.study.sampler = make_sampler(sampler_name, self.space.seed + stored)
         self.planner = Planner(self.space)
+        self._optuna_names = optuna_names(self.study, self.space.params)  # a changed domain gets a fresh name
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
         self.launched = 0
@@ -109,17 +104,9 @@ class StudyRunner:
 
     # -- study-level bookkeeping --------------------------------------------------------------------------------
     def _record_study(self) -> None:
-        attrs = self.study.user_attrs
-        described = self.executor.describe()
-        previous = attrs.get("flagopt.executor")
-        if previous and previous.get("nodelist") != described.get("nodelist") and not self.rebaseline:
-            raise StudyError(str(self.space.source), "executor.slurm.nodelist",
-                             f"this study ran on {previous.get('nodelist')!r}, now {described.get('nodelist')!r}: "
-                             "results from other nodes are not comparable; use another study name, or pass "
-                             "--rebaseline to start new baselines on the new nodes")
-        if previous and previous != described and self.rebaseline:
-            self.study.set_user_attr("flagopt.epoch", int(attrs.get("flagopt.epoch", 0)) + 1)
-        self.study.set_user_attr("flagopt.executor", described)
+        for note in bind_study(self.study, self.space, rebaseline=self.rebaseline):  # refuses incomparable changes
+            self.progress.say(note)
+        self.study.set_user_attr("flagopt.executor", self.executor.describe())
         self.study.set_user_attr("flagopt.space", json.loads(json.dumps(self.space.raw, default=str)))
         self.study.set_user_attr("flagopt.space_path", str(self.space.source))
         self.study.set_user_attr("model_tag", self.space.model_tag)
@@ -218,11 +205,12 @@ class StudyRunner:
         return set(self.study.user_attrs.get("flagopt.excluded", []))
 
     def _sample_plan(self) -> Plan | Verdict | None:
-        dists = {p.name: distribution(p) for p in self.space.params}
+        names = self._optuna_names
+        dists = {names[p.name]: distribution(p) for p in self.space.params}
         excluded = self._excluded()
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
-            config = config_from_params(self.space, trial.params)
+            config = config_from_params(self.space, {p.name: trial.params[names[p.name]] for p in self.space.params})
             tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
             hit = sorted(tokens & excluded)
             if not hit:
