@@ -35,6 +35,8 @@ NODE_RECHECK_S = 10.0
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
 EVIDENCE_FLAGS = ("--xla_dump_hlo_as_text",)
+#: the stops that --detach answers by leaving the jobs running (a pending deadline or a failure still cancels)
+DETACHING_SIGNALS = ("SIGINT", "SIGTERM")
 
 
 class PinnedNodesDown(StudyError):
@@ -302,6 +304,8 @@ class StudyRunner:
                     self._stop_requested = self._stop_requested or "pending-deadline"
                     self.progress.note(f"trial {run.trial.number} still PENDING after {pending_for:.0f} s "
                                        f"({status.detail}); cancelled")
+            if self._stop_requested in DETACHING_SIGNALS and self.detach:
+                return  # leave the jobs running (_shutdown says so); the next `run` re-attaches them
             if self._stop_requested and not self.detach:
                 for run in self.running:
                     run.job.cancel()

@@ -132,6 +132,9 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     changes: list[Change] = []
     for section in MEASUREMENT:
         changes += _leaves(old.get(section, _ABSENT), new.get(section, _ABSENT), section, True)
+    changes = [Change(c.key, c.old, c.new, True, "the command runs in another folder; a relative workdir is "
+                      "resolved against the folder flagopt is started from") if c.key == "workdir" else c
+               for c in changes]
     old_params, new_params = old.get("params", {}), new.get("params", {})
     for name in [*old_params, *(n for n in new_params if n not in old_params)]:
         changes += _param_change(name, old_params.get(name, _ABSENT), new_params.get(name, _ABSENT))
