@@ -188,9 +188,20 @@ class StudyRunner:
         return arms_of(self.records(), self.space.noise, self.space.metric.direction)
 
     def _next_plan(self) -> Plan | Verdict | None:
+        records = self.records()
+        max_trials = self.space.stop.max_trials
+        if sum(1 for r in records if r.status != R.INVALID) >= max_trials:
+            # Retries are runs like any other, and a baseline that never ran ok must not be re-planned past the
+            # budget either: max_trials is a hard cap.
+            self.retry_queue.clear()
+            if not any(r.is_baseline and r.ok for r in records):
+                last = next((r for r in reversed(records) if r.is_baseline), None)
+                why = f" ({last.attrs.get('failure_class', last.status)}: {last.attrs.get('failure_reason', '')})" \
+                    if last else ""
+                return Verdict("baseline-failed", f"max_trials ({max_trials}) runs used and baseline-deployed never "
+                               f"ran ok{why}; fix the command or the deployed flags and run again.")
         if self.retry_queue:
             return self.retry_queue.pop(0)
-        records = self.records()
         in_flight = [r.plan for r in self.running]
         if self.space.evidence and not any(r.kind == "evidence" for r in records) and any(r.is_baseline and r.ok for r in records) \
                 and not any(p.kind == "evidence" for p in in_flight):
