@@ -71,9 +71,9 @@ def fingerprint(space: Space) -> dict[str, Any]:
     executor: dict[str, Any] = {"kind": x.kind}
     if x.kind == "slurm":
         s = x.slurm
-        executor.update(nodelist=s.nodelist, partition=s.partition, nodes=s.nodes, tasks_per_node=s.tasks_per_node,
-                        gpus_per_node=s.gpus_per_node, cpus_per_task=s.cpus_per_task, exclusive=s.exclusive,
-                        additional=dict(s.additional))
+        executor["slurm"] = dict(nodelist=s.nodelist, partition=s.partition, nodes=s.nodes,
+                                 tasks_per_node=s.tasks_per_node, gpus_per_node=s.gpus_per_node,
+                                 cpus_per_task=s.cpus_per_task, exclusive=s.exclusive, additional=dict(s.additional))
     return _plain({
         "command": list(space.command),
         "workdir": str(space.workdir.resolve()),
@@ -158,7 +158,9 @@ def _legacy(study: optuna.Study, new: dict[str, Any]) -> dict[str, Any] | None:
     if not executor:
         return None
     old = json.loads(json.dumps(new))
-    old["executor"] = {**new["executor"], **{k: v for k, v in executor.items() if k in new["executor"]}}
+    old["executor"]["kind"] = executor.get("kind", new["executor"]["kind"])
+    if "slurm" in new["executor"]:
+        old["executor"]["slurm"].update({k: v for k, v in executor.items() if k in new["executor"]["slurm"]})
     return old
 
 
