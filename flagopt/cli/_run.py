@@ -23,8 +23,10 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist (pinned nodes)")
     p.add_argument("--partition", default=None, help="override executor.slurm.partition")
     p.add_argument("--rebaseline", action="store_true",
-                   help="accept a changed nodelist: run new baselines and do not mix in the old trials")
-    p.add_argument("--force", action="store_true", help="take over the study lock of a driver known to be dead")
+                   help="accept a space change that invalidates the earlier runs (command, baseline, nodelist...): "
+                        "start a new epoch with new baselines that never mixes with them")
+    p.add_argument("--force", action="store_true",
+                   help="take over the study lock of a driver shown to be dead (gone pid here, stale heartbeat elsewhere)")
     p.add_argument("--detach", action="store_true",
                    help="on Ctrl-C / SIGTERM leave running jobs running (a later `run` re-attaches them)")
     p.add_argument("--no-preflight", action="store_true", help="skip the XLA flag pre-flight check")
