@@ -28,7 +28,7 @@ from flagopt.study._fingerprint import bind_study
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
-from flagopt.study._storage import open_storage, storage_url, study_folder, prepare_storage
+from flagopt.study._storage import open_storage, prepare_storage, storage_url, study_folder
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0

@@ -148,7 +148,7 @@ documents = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(text=documents)
 def test_any_file_loads_or_is_one_flagopt_error(tmp_path_factory, text):
