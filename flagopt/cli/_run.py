@@ -76,7 +76,6 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
 
 def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
-    prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     out = console()
     if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
         from flagopt.executors import check_pinned_nodes
@@ -85,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
+    prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     executor, in_flight = make_executor(space, args.storage)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
