@@ -15,6 +15,10 @@ JOURNAL_PREFIX = "journal:///"
 SQLITE_PREFIX = "sqlite:///"
 
 
+class MissingStorage(StudyError):
+    """A read-only verb was pointed at a sqlite or journal file that does not exist."""
+
+
 def storage_file(url: str) -> Path | None:
     """The file behind a sqlite or journal URL (``None`` for a database server)."""
     if url.startswith(JOURNAL_PREFIX):
@@ -77,8 +81,8 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     path = storage_file(url)
     if path is not None:
         if not create and not path.exists():
-            raise StudyError(url, None, f"no study storage at {path} (nothing created): check --storage or "
-                                        "$FLAGOPT_STORAGE")
+            raise MissingStorage(url, None, f"no study storage at {path} (nothing created): check --storage or "
+                                            "$FLAGOPT_STORAGE")
         if create:
             writable_folder(path.parent, "storage", "--storage")
         if url.startswith(SQLITE_PREFIX) and path.exists():
@@ -109,7 +113,11 @@ def study_folder(url: str | None, study_name: str) -> Path:
 
 
 def load_study(url: str | None, study_name: str) -> optuna.Study:
-    storage = open_storage(url, create=False)
+    try:
+        storage = open_storage(url, create=False)
+    except StudyError as exc:  # name the study asked for, too
+        reason = f"no such study: {exc.reason}" if isinstance(exc, MissingStorage) else exc.reason
+        raise StudyError(exc.source, study_name, reason) from None
     names = [s.study_name for s in optuna.study.get_all_study_summaries(storage)]
     if study_name not in names:
         known = ", ".join(sorted(names)) or "none"

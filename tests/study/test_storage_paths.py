@@ -26,7 +26,7 @@ def test_read_only_verbs_do_not_create_a_storage(tmp_path, capsys, verb):
     argv = [a.format(tmp=tmp_path) for a in verb]
     assert main([*argv, "--storage", storage]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"flagopt: error: {storage}: no study storage at {tmp_path}/typo/flagopt.db (nothing created): " \
+    assert err == f"flagopt: error: {storage}: s: no such study: no study storage at {tmp_path}/typo/flagopt.db (nothing created): " \
                   "check --storage or $FLAGOPT_STORAGE"
     assert tree(tmp_path) == []
 
@@ -98,7 +98,7 @@ def test_a_corrupt_page_of_the_sqlite_file_is_said_plainly(write_space, storage,
     for argv in (["leaderboard", "s"], ["run", "--space", str(space), "--no-preflight", "--quiet"]):
         assert main([*argv, "--storage", storage]) == 1
         err = capsys.readouterr().err.strip()
-        assert err.startswith(f"flagopt: error: {storage}: the sqlite file {db} is damaged (")
+        assert err.startswith(f"flagopt: error: {storage}: ") and f"the sqlite file {db} is damaged (" in err
         assert err.endswith(f"restore it from a backup, or salvage it: sqlite3 {db} .recover | sqlite3 recovered.db")
         assert "\n" not in err and "max length" not in err
     with pytest.raises(Exception, match="damaged"):
