@@ -10,7 +10,10 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server as _wsgi_server
 
@@ -78,9 +81,45 @@ class _QuietHandler(WSGIRequestHandler):
         logging.getLogger("flagopt.dashboard").debug(format, *args)
 
 
+_IMPORTANCES = re.compile(r"/api/studies/(\d+)/param_importances\Z")
+
+
+def importances_for_every_study(app: Callable, storage: optuna.storages.BaseStorage) -> Callable:
+    """Wrap optuna-dashboard's WSGI app so that a study without any sampled param gets empty importances.
+
+    optuna-dashboard (0.21) answers HTTP 500 there: with two or more completed trials and no param anywhere,
+    ``get_param_importance_from_trials_cache`` falls back to ``1 / len(union_search_space)`` with an empty search
+    space (ZeroDivisionError). A flagopt study of profiles only is such a study; see docs/report.md.
+    """
+
+    def wrapped(environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
+        match = _IMPORTANCES.match(environ.get("PATH_INFO", ""))
+        if match:
+            study_id = int(match.group(1))
+            try:
+                directions = storage.get_study_directions(study_id)
+                trials = storage.get_all_trials(study_id, deepcopy=False)
+            except KeyError:
+                return app(environ, start_response)  # its own 404
+            if not any(t.params for t in trials):
+                body = json.dumps({"param_importances": [[] for _ in directions]}).encode()
+                start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+                return [body]
+        return app(environ, start_response)
+
+    return wrapped
+
+
 def make_server(storage: str | None, host: str = "127.0.0.1", port: int = 8080) -> WSGIServer:
-    """A WSGI server for optuna-dashboard on ``storage`` (bound, not yet serving; port 0 picks a free one)."""
-    app = _dashboard().wsgi(open_storage(storage))
+    """A WSGI server for optuna-dashboard on ``storage`` (bound, not yet serving; port 0 picks a free one).
+
+    A storage that does not exist is an error (nothing is created).
+    """
+    if not 0 <= port <= 65535:
+        raise FlagoptError("--port", str(port), "must be a TCP port, 0..65535 (0: any free port)")
+    dashboard = _dashboard()
+    opened = open_storage(storage, create=False)
+    app = importances_for_every_study(dashboard.wsgi(opened), opened)
     try:
         return _wsgi_server(host, port, app, handler_class=_QuietHandler)
     except OSError as exc:

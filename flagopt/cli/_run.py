@@ -8,7 +8,7 @@ from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import Progress, StudyRunner, study_folder
+from flagopt.study import Progress, StudyRunner, prepare_storage, study_folder
 from flagopt.study._driver import PinnedNodesDown
 
 
@@ -16,19 +16,33 @@ def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run or resume the tuning study of a space file")
     p.add_argument("--space", required=True, metavar="FILE")
     add_storage(p)
-    p.add_argument("--trials", type=int, default=None, metavar="N", help="launch at most N runs in this invocation")
+    p.add_argument("--trials", type=positive_int, default=None, metavar="N",
+                   help="launch at most N runs in this invocation")
     p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
     p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
     p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist (pinned nodes)")
     p.add_argument("--partition", default=None, help="override executor.slurm.partition")
     p.add_argument("--rebaseline", action="store_true",
-                   help="accept a changed nodelist: run new baselines and do not mix in the old trials")
-    p.add_argument("--force", action="store_true", help="take over the study lock of a driver known to be dead")
+                   help="accept a space change that invalidates the earlier runs (command, baseline, nodelist...): "
+                        "start a new epoch with new baselines that never mixes with them")
+    p.add_argument("--force", action="store_true",
+                   help="take over the study lock of a driver shown to be dead (gone pid here, stale heartbeat elsewhere)")
     p.add_argument("--detach", action="store_true",
                    help="on Ctrl-C / SIGTERM leave running jobs running (a later `run` re-attaches them)")
     p.add_argument("--no-preflight", action="store_true", help="skip the XLA flag pre-flight check")
     p.add_argument("--quiet", action="store_true", help="no per-trial output")
     p.set_defaults(handler=run)
+
+
+def positive_int(text: str) -> int:
+    """``--trials``: a count of runs to launch; 0 or less would silently launch nothing."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]:
@@ -70,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
+    prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     executor, in_flight = make_executor(space, args.storage)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,

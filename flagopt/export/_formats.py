@@ -78,6 +78,10 @@ def render_env_sh(ex: Export) -> str:
         lines.append(_comment("; ".join(x for x in (found, device) if x)))
     lines.append(_comment(f"exported {p['exported_at']} by flagopt {p['flagopt']}"))
     lines.append("# XLA flags are appended: XLA reads a repeated flag last-wins, so these override the deployed ones.")
+    # POSIX sh first: without this, sh stops at `[[` and the guard's else branch says "not applied" (misleading).
+    lines.append('if [ -z "${BASH_VERSION:-}${ZSH_VERSION:-}" ]; then echo "flagopt: this patch needs bash: '
+                 "source it from bash (bash -c '. ./env.sh && your-command'), not sh\" >&2; "
+                 "return 1 2>/dev/null || exit 1; fi")
     body: list[str] = []
     if not c.confirmed:
         body.append(f"echo {shlex.quote('flagopt: WARNING: ' + _CONTROL.sub(' ', c.headline))} >&2")

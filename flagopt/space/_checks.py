@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -61,6 +62,8 @@ class Reader:
         value = self.get(name, (int, float), default, required=required)
         if value is None:
             return None
+        if not math.isfinite(value):
+            self.fail(f"must be a finite number, got {value}", self.key(name))
         if low is not None and value < low:
             self.fail(f"must be >= {low}, got {value}", self.key(name))
         if high is not None and value > high:
@@ -77,7 +80,11 @@ def type_name(value: Any) -> str:
 
 
 def check_value(source: str, key: str, value: Any) -> None:
-    if isinstance(value, bool) or isinstance(value, (int, float)):
+    if isinstance(value, bool) or isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SpaceError(source, key, f"must be a finite number, got {value}")
         return
     if not isinstance(value, str):
         raise SpaceError(source, key, f"must be a scalar (string, number or boolean), got {type_name(value)}")

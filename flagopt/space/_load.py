@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from pathlib import Path
@@ -38,16 +39,15 @@ def load_space(path: str | Path) -> Space:
     """
     path = Path(path)
     source = str(path)
+    text = read_text(path, source, None)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpaceError(source, None, f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader that also refuses duplicate keys)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise SpaceError(source, None, f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise SpaceError(source, None, f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    except RecursionError:
+        raise SpaceError(source, None, "not a search space: nested too deeply for YAML to read") from None
     if data is None:
         raise SpaceError(source, None, "the file is empty")
     top = Reader(source, data)
@@ -55,11 +55,51 @@ def load_space(path: str | Path) -> Space:
     return _build(top, path)
 
 
+def read_text(path: Path, source: str, key: str | None) -> str:
+    """The file's text; an unreadable or non-UTF-8 file is one :class:`SpaceError`."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        reason = f"cannot read {path}" if key else "cannot read the file"
+        raise SpaceError(source, key, f"{reason}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpaceError(source, key, f"{path} is not a UTF-8 text file (byte {exc.start} is "
+                                      f"{exc.object[exc.start:exc.start + 1]!r})") from None
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error (not "the last wins")."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:
+                continue  # an unhashable key: the base class says so
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first given on line {first.line + 1}); "
+                                "keep one of them", key_node.start_mark)
+            seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep)
+
+
+#: A study name is also a folder name and part of file names: keep it well under any file system's limit.
+MAX_NAME = 100
+
+
 def _build(top: Reader, path: Path) -> Space:
     source = top.source
     name = top.get("name", str, path.stem)
     if not re.match(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*\Z", name):
         top.fail("must be letters, digits and _ . = + - (it names the study and its folder)", "name")
+    for key, value in (("name", name), ("model_tag", top.get("model_tag", str, name))):
+        if len(value) > MAX_NAME:
+            top.fail(f"is {len(value)} characters long; at most {MAX_NAME} (it names the study's folder and files)", key)
     params = _params(top.sub("params"))
     return Space(
         source=path.resolve(),
@@ -67,7 +107,7 @@ def _build(top: Reader, path: Path) -> Space:
         model_tag=top.get("model_tag", str, name),
         parallelism=top.get("parallelism", str, ""),
         command=_command(top),
-        workdir=Path(top.get("workdir", str, ".")).expanduser(),
+        workdir=Path(_no_nul(top, "workdir", top.get("workdir", str, "."))).expanduser(),
         timeout_min=top.number("timeout_min", 45.0, low=0.01),
         metric=_metric(top.sub("metric")),
         baseline=_baseline(top.sub("baseline"), path),
@@ -82,9 +122,22 @@ def _build(top: Reader, path: Path) -> Space:
         configs=_configs(top.sub("configs")),
         evidence=top.get("evidence", bool, False),
         sampler=_choice(top, "sampler", ("tpe", "gp", "random"), "tpe"),
-        seed=top.get("seed", int),
+        seed=_seed(top),
         raw=dict(top.data),
     )
+
+
+def _no_nul(r: Reader, key: str, value: str) -> str:
+    if "\0" in value:
+        r.fail("must not contain a NUL character", key)
+    return value
+
+
+def _seed(top: Reader) -> int | None:
+    seed = top.get("seed", int)
+    if seed is not None and not 0 <= seed < 2**32:
+        top.fail(f"must be between 0 and 2**32 - 1 (a sampler seed), got {seed}", "seed")
+    return seed
 
 
 def _choice(r: Reader, name: str, allowed: tuple[str, ...], default: str) -> Any:
@@ -109,6 +162,8 @@ def _command(top: Reader) -> tuple[str, ...]:
         argv = [str(a) for a in argv]
     if not argv:
         top.fail("must not be empty", "command")
+    for i, item in enumerate(argv):
+        _no_nul(top, f"command[{i}]", item)
     return tuple(argv)
 
 
@@ -121,7 +176,7 @@ def _metric(r: Reader) -> Metric:
             r.fail("format: regex needs `regex:` with named groups (?P<step>...) and (?P<value>...)", r.key("regex"))
         try:
             groups = re.compile(pattern).groupindex
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:
             r.fail(f"not a valid regular expression: {exc}", r.key("regex"))
         missing = {"step", "value"} - set(groups)
         if missing:
@@ -198,10 +253,7 @@ def _baseline(r: Reader, space_path: Path) -> Baseline:
 
 def read_env_file(path: Path, source: str, key: str) -> list[tuple[str, str, int]]:
     """Parse ``export NAME=value`` lines without a shell (quotes honoured, nothing expanded)."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
-        raise SpaceError(source, key, f"cannot read {path}: {exc.strerror or exc}") from None
+    lines = read_text(path, source, key).splitlines()
     out = []
     for no, line in enumerate(lines, 1):
         stripped = line.strip()
@@ -272,6 +324,9 @@ def _param(r: Reader, name: str) -> Param:
     high = r.get("high", number, required=True)
     log = r.get("log", bool, False)
     step = r.get("step", number)
+    for bound, value in (("low", low), ("high", high), ("step", step)):
+        if value is not None and not math.isfinite(value):
+            r.fail(f"must be a finite number, got {value}", r.key(bound))
     if low > high:
         r.fail(f"low ({low}) must be <= high ({high})", r.key("low"))
     if log and low <= 0:
@@ -362,7 +417,7 @@ def _failures(r: Reader) -> FailureSpec:
         pattern = sr.get("pattern", str, required=True)
         try:
             re.compile(pattern)
-        except re.error as exc:
+        except (re.error, RecursionError, OverflowError) as exc:
             sr.fail(f"not a valid regular expression: {exc}", sr.key("pattern"))
         cls = sr.get("class", str, required=True)
         from flagopt.failures import FAILURE_CLASSES

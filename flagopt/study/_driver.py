@@ -19,32 +19,28 @@ from flagopt import failures, stats
 from flagopt.errors import StudyError
 from flagopt.executors import BaseExecutor, JobResult, TrialJob, TrialLaunch
 from flagopt.render import RenderedTrial, config_from_params, render
-from flagopt.space import Param, Space, TrialConfig
+from flagopt.space import Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.study._arms import arms_of, baseline_runs
 from flagopt.study._collect import Collected, _jsonable, collect
+from flagopt.study._domains import distribution, optuna_names
+from flagopt.study._fingerprint import bind_study
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
 from flagopt.study._progress import Progress
-from flagopt.study._storage import open_storage, storage_url, study_folder
+from flagopt.study._storage import open_storage, prepare_storage, storage_url, study_folder
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
 EVIDENCE_FLAGS = ("--xla_dump_hlo_as_text",)
+#: the stops that --detach answers by leaving the jobs running (a pending deadline or a failure still cancels)
+DETACHING_SIGNALS = ("SIGINT", "SIGTERM")
 
 
 class PinnedNodesDown(StudyError):
     """A pinned Slurm node cannot run jobs any more: the study stops (verdict ``node-down``) rather than move on."""
-
-
-def distribution(p: Param) -> optuna.distributions.BaseDistribution:
-    if p.choices is not None:
-        return optuna.distributions.CategoricalDistribution(list(p.choices))
-    if p.type == "int":
-        return optuna.distributions.IntDistribution(int(p.low), int(p.high), log=p.log, step=int(p.step or 1))
-    return optuna.distributions.FloatDistribution(float(p.low), float(p.high), log=p.log, step=p.step)
 
 
 def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
@@ -88,6 +84,7 @@ class StudyRunner:
 
     def __post_init__(self) -> None:
         self.folder = study_folder(self.storage, self.space.name)
+        prepare_storage(self.storage, self.space.name)  # before the study exists: a bad path writes nothing
         sampler_name = self.sampler or self.space.sampler
         self.study = optuna.create_study(
             study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
@@ -98,6 +95,7 @@ class StudyRunner:
             # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
             self.study.sampler = make_sampler(sampler_name, self.space.seed + stored)
         self.planner = Planner(self.space)
+        self._optuna_names = optuna_names(self.study, self.space.params)  # a changed domain gets a fresh name
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
         self.launched = 0
@@ -108,17 +106,9 @@ class StudyRunner:
 
     # -- study-level bookkeeping --------------------------------------------------------------------------------
     def _record_study(self) -> None:
-        attrs = self.study.user_attrs
-        described = self.executor.describe()
-        previous = attrs.get("flagopt.executor")
-        if previous and previous.get("nodelist") != described.get("nodelist") and not self.rebaseline:
-            raise StudyError(str(self.space.source), "executor.slurm.nodelist",
-                             f"this study ran on {previous.get('nodelist')!r}, now {described.get('nodelist')!r}: "
-                             "results from other nodes are not comparable; use another study name, or pass "
-                             "--rebaseline to start new baselines on the new nodes")
-        if previous and previous != described and self.rebaseline:
-            self.study.set_user_attr("flagopt.epoch", int(attrs.get("flagopt.epoch", 0)) + 1)
-        self.study.set_user_attr("flagopt.executor", described)
+        for note in bind_study(self.study, self.space, rebaseline=self.rebaseline):  # refuses incomparable changes
+            self.progress.say(note)
+        self.study.set_user_attr("flagopt.executor", self.executor.describe())
         self.study.set_user_attr("flagopt.space", json.loads(json.dumps(self.space.raw, default=str)))
         self.study.set_user_attr("flagopt.space_path", str(self.space.source))
         self.study.set_user_attr("model_tag", self.space.model_tag)
@@ -198,9 +188,20 @@ class StudyRunner:
         return arms_of(self.records(), self.space.noise, self.space.metric.direction)
 
     def _next_plan(self) -> Plan | Verdict | None:
+        records = self.records()
+        max_trials = self.space.stop.max_trials
+        if sum(1 for r in records if r.status != R.INVALID) >= max_trials:
+            # Retries are runs like any other, and a baseline that never ran ok must not be re-planned past the
+            # budget either: max_trials is a hard cap.
+            self.retry_queue.clear()
+            if not any(r.is_baseline and r.ok for r in records):
+                last = next((r for r in reversed(records) if r.is_baseline), None)
+                why = f" ({last.attrs.get('failure_class', last.status)}: {last.attrs.get('failure_reason', '')})" \
+                    if last else ""
+                return Verdict("baseline-failed", f"max_trials ({max_trials}) runs used and baseline-deployed never "
+                               f"ran ok{why}; fix the command or the deployed flags and run again.")
         if self.retry_queue:
             return self.retry_queue.pop(0)
-        records = self.records()
         in_flight = [r.plan for r in self.running]
         if self.space.evidence and not any(r.kind == "evidence" for r in records) and any(r.is_baseline and r.ok for r in records) \
                 and not any(p.kind == "evidence" for p in in_flight):
@@ -217,11 +218,12 @@ class StudyRunner:
         return set(self.study.user_attrs.get("flagopt.excluded", []))
 
     def _sample_plan(self) -> Plan | Verdict | None:
-        dists = {p.name: distribution(p) for p in self.space.params}
+        names = self._optuna_names
+        dists = {names[p.name]: distribution(p) for p in self.space.params}
         excluded = self._excluded()
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
-            config = config_from_params(self.space, trial.params)
+            config = config_from_params(self.space, {p.name: trial.params[names[p.name]] for p in self.space.params})
             tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
             hit = sorted(tokens & excluded)
             if not hit:
@@ -313,6 +315,8 @@ class StudyRunner:
                     self._stop_requested = self._stop_requested or "pending-deadline"
                     self.progress.note(f"trial {run.trial.number} still PENDING after {pending_for:.0f} s "
                                        f"({status.detail}); cancelled")
+            if self._stop_requested in DETACHING_SIGNALS and self.detach:
+                return  # leave the jobs running (_shutdown says so); the next `run` re-attaches them
             if self._stop_requested and not self.detach:
                 for run in self.running:
                     run.job.cancel()

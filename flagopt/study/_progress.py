@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
@@ -30,6 +31,10 @@ class Progress:
     def note(self, text: str) -> None:
         if not self.quiet:
             self.console.print(f"[dim]·[/dim] {text}")
+
+    def say(self, text: str) -> None:
+        """What the user must hear even with --quiet (a changed space accepted, a new epoch)."""
+        self.console.print(f"[dim]·[/dim] {escape(text)}")
 
     def started(self, number: int, plan: Plan, job_id: str) -> None:
         self._started[number] = time.time()

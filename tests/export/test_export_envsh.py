@@ -130,3 +130,24 @@ def test_confirmed_and_unconfirmed_are_labelled(fsdp, partial, tmp_path):
     assert "# UNCONFIRMED" in patch.read_text()
     _, err = source(patch, deployed_env(partial, ex.choice.record.number), tmp_path)
     assert "UNCONFIRMED" in err
+
+
+@pytest.mark.skipif(shutil.which("dash") is None and shutil.which("sh") is None, reason="no POSIX sh")
+def test_sourced_by_posix_sh_says_it_needs_bash(fsdp, tmp_path):
+    ex = build_export(fsdp)
+    patch = tmp_path / "env.sh"
+    patch.write_text(render_env_sh(ex))
+    sh = shutil.which("dash") or shutil.which("sh")
+    start = deployed_env(fsdp, ex.choice.record.number)
+    for script in ('. ./env.sh; echo "status $?"', "./env.sh"):
+        if script == "./env.sh":
+            patch.chmod(0o755)
+            done = subprocess.run([sh, str(patch)], env=start, cwd=tmp_path, capture_output=True, text=True)
+            assert done.returncode == 1
+        else:
+            done = subprocess.run([sh, "-c", script], env=start, cwd=tmp_path, capture_output=True, text=True)
+            assert done.stdout.strip() == "status 1"
+        assert done.stderr.startswith("flagopt: this patch needs bash: source it from bash"), done.stderr
+        assert "not applied" not in done.stderr and "[[" not in done.stderr
+    got, err = source(patch, start, tmp_path)  # bash still applies it
+    assert "needs bash" not in err and got == expected_env(start, ex.choice.record.attrs["env"])

@@ -316,8 +316,9 @@ def test_changed_nodelist_is_refused_unless_rebaselined(slurm_cluster: set[str],
     capsys.readouterr()
 
     assert run(space, storage, "--nodelist", "node4") != 0
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "executor.slurm.nodelist" in line and "'node3'" in line and "'node4'" in line and "--rebaseline" in line
+    first_line, *diff, ways = capsys.readouterr().err.strip().splitlines()
+    assert first_line.endswith("study 'moved' has 3 runs of another setup; these changes make them incomparable:")
+    assert diff == ['  executor.slurm.nodelist: "node3" -> "node4"'] and "--rebaseline" in ways
     assert len(history(load_study(storage, "moved"))) == 3  # nothing ran
 
     assert run(space, storage, "--nodelist", "node4", "--rebaseline") == 0

@@ -78,13 +78,14 @@ def test_each_failure_class_is_classified_and_handled(write_space, storage, tmp_
 
 
 def test_sigkilled_driver_resumes_without_losing_or_rerunning(write_space, storage, tmp_path):
-    space = write_space("""
+    space = write_space(f"""
         name: killed
-        command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.25"]
+        workdir: {tmp_path}
+        command: ["{{python}}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.25"]
         profiles:
-          p: {env: {FOO: "1"}}
-        stop: {max_trials: 3, max_null: 100}
-        noise: {baseline_every: 100}
+          p: {{env: {{FOO: "1"}}}}
+        stop: {{max_trials: 3, max_null: 100}}
+        noise: {{baseline_every: 100}}
     """)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     driver = subprocess.Popen([sys.executable, "-m", "flagopt", "run", "--space", str(space), "--storage", storage,
