@@ -20,10 +20,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server as
 import optuna
 
 from flagopt.errors import FlagoptError
-from flagopt.report._data import StudyData, study_data_of
-from flagopt.report._figures import draw, figure_data
-from flagopt.report._markdown import cell, code
-from flagopt.report._sections import failures_of, rows_of
+from flagopt.report import StudyData, cell, code, draw, failures_of, figure_data, rows_of, study_data_of
 from flagopt.study import open_storage
 
 #: figures registered on the study (stable ids, so each update replaces the previous version)

@@ -8,8 +8,7 @@ from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import Progress, StudyRunner, prepare_storage, study_folder
-from flagopt.study._driver import PinnedNodesDown
+from flagopt.study import PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
 
 
 def add(sub: argparse._SubParsersAction) -> None:

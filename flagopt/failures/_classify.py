@@ -35,8 +35,7 @@ from dataclasses import dataclass, field
 
 from flagopt.failures import _signatures as s
 from flagopt.failures._signatures import Signature, load_signature_table
-from flagopt.flags._registry import FlagRegistry
-from flagopt.flags._unknown import parse_flag_rejection
+from flagopt.flags import FlagRegistry, parse_flag_rejection
 
 _MAX_LINES = 20
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 from flagopt.report._data import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
 from flagopt.report._figures import FigureData, GainBar, Point, Trace, draw, figure_data, importances
 from flagopt.report._html import render_html
-from flagopt.report._markdown import render_markdown
-from flagopt.report._sections import FailureGroup, ReportData, Row, SignFlip, report_data
+from flagopt.report._markdown import cell, code, render_markdown
+from flagopt.report._sections import FailureGroup, ReportData, Row, SignFlip, failures_of, report_data, rows_of
 from flagopt.report._status import StudyStatus, study_status
 from flagopt.report._write import report_stem, write_report
 
 __all__ = [
     "FailureGroup", "FigureData", "GainBar", "Point", "ReportData", "Row", "SignFlip", "StudyData", "StudyStatus",
-    "Trace", "draw", "figure_data", "importances", "is_nan", "noise_of", "other_cells", "render_html",
-    "render_markdown", "report_data", "report_stem", "study_data", "study_data_of", "study_status", "write_report",
+    "Trace", "cell", "code", "draw", "failures_of", "figure_data", "importances", "is_nan", "noise_of", "other_cells",
+    "render_html", "render_markdown", "report_data", "report_stem", "rows_of", "study_data", "study_data_of",
+    "study_status", "write_report",
 ]

@@ -8,7 +8,7 @@ Example:
 from __future__ import annotations
 
 from flagopt.study._arms import Arm, arms_of
-from flagopt.study._driver import StudyRunner, write_trial_files
+from flagopt.study._driver import PinnedNodesDown, StudyRunner, write_trial_files
 from flagopt.study._leaderboard import leaderboard, settings_text
 from flagopt.study._planner import Plan, Planner, Verdict
 from flagopt.study._progress import Progress
@@ -16,6 +16,6 @@ from flagopt.study._records import RunRecord, current_history, history, record_o
 from flagopt.study._storage import DEFAULT_STORAGE, artifacts_root, load_study, open_storage, prepare_storage, study_folder
 
 __all__ = [
-    "DEFAULT_STORAGE", "Arm", "Plan", "Planner", "Progress", "RunRecord", "StudyRunner", "Verdict", "arms_of", "current_history",
+    "DEFAULT_STORAGE", "Arm", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord", "StudyRunner", "Verdict", "arms_of", "current_history",
     "artifacts_root", "history", "leaderboard", "load_study", "open_storage", "prepare_storage", "record_of", "settings_text", "study_folder", "write_trial_files",
 ]
