@@ -41,8 +41,8 @@ def space_data(land: Landscape, seed: int, *, max_trials: int = 60, stop: dict[s
                noise: dict[str, Any] | None = None, profiles: dict[str, Any] | None = None) -> dict[str, Any]:
     """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise."""
     deployed = land.baseline_settings()
-    defaults = {n: p.default for n, p in land.params.items() if p.default is not None and n in land.baseline
-                and p.target != "args"}
+    # the image defaults a flag registry knows: what the job runs where the deployed state sets nothing
+    defaults = {n: p.default for n, p in land.params.items() if p.default is not None and p.target != "args"}
     data: dict[str, Any] = {
         "name": f"bench-{land.name}-{seed}",
         "model_tag": f"sim-{land.name}",

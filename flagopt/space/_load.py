@@ -21,7 +21,7 @@ from flagopt.space._model import (
 
 TOP_KEYS = ("name", "model_tag", "parallelism", "command", "workdir", "timeout_min", "metric", "baseline", "params",
             "profiles", "executor", "stop", "noise", "failures", "numerics", "export", "configs", "evidence",
-            "sampler", "seed")
+            "sampler", "seed", "screen")
 TARGETS = ("xla", "libtpu", "env", "arg")
 _FLAG_TOKEN = re.compile(r"--([A-Za-z0-9_]+)(?:=(.*))?\Z")
 
@@ -121,6 +121,7 @@ def _build(top: Reader, path: Path) -> Space:
         export=_export(top.sub("export")),
         configs=_configs(top.sub("configs")),
         evidence=top.get("evidence", bool, False),
+        screen=top.get("screen", bool, True),
         sampler=_choice(top, "sampler", ("tpe", "gp", "random"), "tpe"),
         seed=_seed(top),
         raw=dict(top.data),
@@ -389,10 +390,10 @@ def _executor(r: Reader) -> ExecutorSpec:
 
 
 def _stop(r: Reader) -> StopSpec:
-    r.only("win", "null_gain", "max_null", "max_trials", "max_hours")
+    r.only("win", "null_gain", "max_null", "max_trials", "max_hours", "refine")
     return StopSpec(win=r.number("win", 0.05, low=0), null_gain=r.number("null_gain", 0.02, low=0),
                     max_null=int(r.number("max_null", 25, low=1)), max_trials=int(r.number("max_trials", 60, low=1)),
-                    max_hours=r.number("max_hours", None, low=0))
+                    max_hours=r.number("max_hours", None, low=0), refine=int(r.number("refine", 30, low=0)))
 
 
 def _noise(r: Reader) -> NoiseSpec:

@@ -110,6 +110,8 @@ class StopSpec:
     max_null: int = 25
     max_trials: int = 60
     max_hours: float | None = None
+    #: runs after the first confirmed winner spent racing the remaining contenders against it (0: stop at once)
+    refine: int = 30
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,8 @@ class Space:
     export: ExportSpec
     configs: tuple[tuple[str, tuple[tuple[str, Scalar], ...]], ...] = ()
     evidence: bool = False
+    #: one-factor screening of every param (and the combination of what helped) before the sampler
+    screen: bool = True
     sampler: Literal["tpe", "gp", "random"] = "tpe"
     seed: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

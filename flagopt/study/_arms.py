@@ -21,6 +21,9 @@ class Arm:
     runs: tuple[RunRecord, ...]
     estimate: stats.ArmEstimate | None
     verdict: str  # better | worse | same | unknown
+    #: The gain measured by the runs after the first: the first run is the one that made the arm look worth
+    #: re-running, so it is high by selection; the later runs are fresh (``None`` below two runs).
+    claim: stats.ArmEstimate | None = None
     numerics_flagged: bool = False
     failures: tuple[RunRecord, ...] = field(default_factory=tuple)
 
@@ -59,13 +62,15 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
         ok = tuple(r for r in recs if r.ok)
         failures = tuple(r for r in recs if not r.ok and r.status != "running")
         first = recs[0]
-        estimate = None
+        estimate = claim = None
         verdict = "unknown"
         if ok and baselines:
             estimate = stats.estimate_arm([to_run(r) for r in ok], baselines, confidence=noise.confidence)
             verdict = stats.verdict(estimate, min_effect=noise.min_effect, min_runs=noise.min_runs)
+            if len(ok) >= 2:
+                claim = stats.estimate_arm([to_run(r) for r in ok[1:]], baselines, confidence=noise.confidence)
         arms.append(Arm(config_key=key, label=first.label, kind=first.kind if first.kind != "repeat" else "sampled",
-                        first=first, runs=ok, estimate=estimate, verdict=verdict,
+                        first=first, runs=ok, estimate=estimate, verdict=verdict, claim=claim,
                         numerics_flagged=any(r.attrs.get("numerics_flag") for r in ok), failures=failures))
     return arms
 

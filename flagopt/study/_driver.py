@@ -22,7 +22,9 @@ from flagopt.render import RenderedTrial, config_from_params, render
 from flagopt.space import Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.study._arms import arms_of, baseline_runs
+from flagopt.study._blame import blamed_by
 from flagopt.study._collect import Collected, _jsonable, collect
+from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._lock import StudyLock
@@ -94,7 +96,7 @@ class StudyRunner:
             # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
             # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
             self.study.sampler = make_sampler(sampler_name, self.space.seed + stored)
-        self.planner = Planner(self.space)
+        self.planner = Planner(self.space, default_of=self.default_of)
         self._optuna_names = optuna_names(self.study, self.space.params)  # a changed domain gets a fresh name
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
@@ -221,18 +223,39 @@ class StudyRunner:
         names = self._optuna_names
         dists = {names[p.name]: distribution(p) for p in self.space.params}
         excluded = self._excluded()
+        blames = self.planner.blames(self.records())
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
-            config = config_from_params(self.space, {p.name: trial.params[names[p.name]] for p in self.space.params})
+            params = {p.name: trial.params[names[p.name]] for p in self.space.params}
+            # Only what differs from the deployed job is set: a sampled point equal to a probe joins its arm.
+            changed = changed_settings(self.space, params, self.planner.deployed)
+            config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")
             tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
             hit = sorted(tokens & excluded)
-            if not hit:
+            blame = blamed_by(blames, changed)
+            if not hit and blame is None and changed:
                 self._pending_trial = trial
                 return Plan(config, "sampled", "sampler")
+            if blame is not None:
+                # A setting that made earlier runs fail deterministically: a constraint violation the sampler
+                # learns from, without spending a run.
+                trial.set_constraint("failure", 1.0)
+                self._set_attrs(trial, {"kind": "sampled", "profile": "sampled", "config_key": config.config_key,
+                                        "settings": config.settings(), "status": R.INVALID,
+                                        "failure_class": blame.failure_class,
+                                        "failure_reason": f"not run: {blame.sentence()}",
+                                        "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0))})
+                self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                continue
+            if not changed:
+                self._tell_static(trial, config, "sampled", R.INVALID, failure_reason="not run: the sampled point is "
+                                  "the deployed configuration")
+                continue
             # The installed XLA rejected this value before: never spend a run on it again.
             self._tell_static(trial, config, "sampled", R.INVALID, failure_class="unknown-flag",
                               failure_reason=f"excluded: {', '.join(hit)} was rejected by the installed XLA")
-        return Verdict("budget", f"the sampler kept proposing excluded flag values ({', '.join(sorted(excluded))}); "
+        return Verdict("budget", f"the sampler kept proposing excluded or failing values "
+                                 f"({', '.join(sorted(excluded) + [b.sentence() for b in blames])}); "
                                  "remove them from the space")
 
     def _tell_static(self, trial: optuna.trial.Trial, config: TrialConfig, kind: str, status: str, **attrs: Any) -> None:
@@ -381,12 +404,14 @@ class StudyRunner:
         self._set_attrs(trial, attrs)
         handling = collected.handling
         if collected.status == R.OK:
-            self.study.tell(trial, collected.value)
+            # A control is the reference itself: gain 0 by definition, so it is never Optuna's "best trial".
+            self.study.tell(trial, 0.0 if plan.kind in (R.BASELINE, R.NO_ENV) else collected.value)
             return
         if collected.status == R.INFEASIBLE:
-            # OOM: a constraint the samplers read, so they steer away from the region.
+            # OOM: a constraint violation the samplers read (TPE ranks infeasible trials below every feasible one),
+            # with no made-up value to squash the history plot or the importances.
             trial.set_constraint("oom", 1.0)
-            self.study.tell(trial, -1.0)
+            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
             return
         self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
         if collected.status == R.CANCELLED or handling is None:

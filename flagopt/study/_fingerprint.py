@@ -88,6 +88,7 @@ def fingerprint(space: Space) -> dict[str, Any]:
         "settings": {"model_tag": space.model_tag, "parallelism": space.parallelism, "timeout_min": space.timeout_min,
                      "stop": space.stop.__dict__, "noise": space.noise.__dict__, "failures": space.failures.__dict__,
                      "numerics": space.numerics.__dict__, "export": space.export.__dict__, "sampler": space.sampler,
+                     "screen": space.screen,
                      "seed": space.seed, "evidence": space.evidence,
                      "slurm": {k: getattr(x.slurm, k) for k in ("time_min", "account", "qos", "pending_deadline_min")}},
     })

@@ -65,8 +65,9 @@ profiles:
   overlap2: {{xla: {{xla_gpu_experimental_parallel_collective_overlap_limit: 2}}}}
   mb32: {{args: {{num_pipeline_microbatches: 32}}}}
 seed: 7
-stop: {{win: 0.5, null_gain: 0.5, max_null: 40, max_trials: 14}}
-noise: {{min_runs: 2, max_repeats: 2, baseline_every: 4}}
+screen: false
+stop: {{win: 0.5, null_gain: 0.03, max_null: 40, max_trials: 22}}
+noise: {{min_runs: 2, max_repeats: 3, baseline_every: 4}}
 """
 
 PARTIAL = """

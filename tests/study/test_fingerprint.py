@@ -18,6 +18,7 @@ SPACE = """
     params:
       tps: {{arg: tokens_per_s, choices: {choices}}}
     stop: {{max_trials: {max_trials}, max_null: 50}}
+    screen: false  # these tests are about sampled points
     noise: {{baseline_every: 100}}
 """
 

@@ -12,6 +12,7 @@ SPACE = """
     params:
       tps: {{arg: tokens_per_s, type: int, low: 49900, high: 50100}}
     stop: {{max_trials: 40, max_null: 100}}
+    screen: false  # the sampler from the first run on
     noise: {{baseline_every: 100}}
 """
 

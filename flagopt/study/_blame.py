@@ -1,0 +1,133 @@
+"""Learn from failures: which setting makes runs fail, so no run is spent on it again.
+
+An engineer never tries a value again once it ran out of memory; a sampler that only sees "this point was
+infeasible" keeps proposing the same value with other companions. A deterministic failure (out of memory, a
+crash, NaN loss, a run that stops short) is blamed on a setting when
+
+* a run that changed only that setting failed that way, or
+* at least two runs that set it failed that way, no run that set it succeeded, and no earlier blame explains them.
+
+A numeric setting's blame extends beyond it, away from the deployed value (a threshold that runs out of memory at
+64 GiB does at 128 GiB too), unless a run there succeeded. Flaky infrastructure (hangs, NCCL init, preemption) is
+never blamed on a setting: those are retried instead.
+
+Example:
+    >>> b = Blame("ag", 2**36, "oom", failed=1, direction=1)
+    >>> b.covers("ag", 2**37), b.covers("ag", 2**30)
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from flagopt.space import Space, render_value
+from flagopt.study._design import Scalar, same_value, settings_of_record
+from flagopt.study._records import FAILED, INFEASIBLE, RunRecord
+
+#: Failure classes the configuration itself causes: the same settings fail the same way again.
+DETERMINISTIC = frozenset({"oom", "crash", "numerics-nan", "incomplete"})
+
+
+@dataclass(frozen=True)
+class Blame:
+    """One setting that makes runs fail.
+
+    Attributes:
+        param: the param's name (or ``target:key`` for a profile's own setting).
+        value: the value that fails.
+        failure_class: how it fails (``oom``...).
+        failed: runs with this setting that failed that way.
+        direction: for a numeric param, +1 when every larger value fails too, -1 for smaller ones, 0 for this
+            value alone.
+    """
+
+    param: str
+    value: Scalar
+    failure_class: str
+    failed: int
+    direction: int = 0
+
+    def covers(self, param: str, value: Scalar) -> bool:
+        if param != self.param:
+            return False
+        if self.direction and _is_number(value) and _is_number(self.value):
+            return (float(value) - float(self.value)) * self.direction >= 0  # type: ignore[arg-type]
+        return render_value(value) == render_value(self.value)
+
+    def sentence(self) -> str:
+        beyond = {1: " (and every larger value)", -1: " (and every smaller value)"}.get(self.direction, "")
+        runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
+        return f"{runs} with {self.param}={render_value(self.value)}{beyond} failed: {self.failure_class}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"param": self.param, "value": self.value, "failure_class": self.failure_class,
+                "failed": self.failed, "direction": self.direction, "sentence": self.sentence()}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def blamed_by(blames: Sequence[Blame], settings: Mapping[str, Scalar]) -> Blame | None:
+    """The first blame that covers one of ``settings`` (param name -> value), or ``None``."""
+    for name, value in settings.items():
+        for blame in blames:
+            if blame.covers(name, value):
+                return blame
+    return None
+
+
+def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None]) -> list[Blame]:
+    """Every setting the study's deterministic failures are attributed to (see the module docstring)."""
+    params = {p.name: p for p in space.params}
+    ok_values: dict[str, list[Scalar]] = {}
+    failures: list[tuple[str, dict[str, Scalar]]] = []
+    for rec in records:
+        if rec.is_baseline or not rec.config_key:
+            continue
+        settings = {k: v for k, v in settings_of_record(space, rec.attrs.get("settings") or {}).items()
+                    if k not in params or not same_value(params[k], v, deployed.get(k))}
+        if rec.ok:
+            for k, v in settings.items():
+                ok_values.setdefault(k, []).append(v)
+        elif rec.status in (INFEASIBLE, FAILED) and rec.attrs.get("failure_class") in DETERMINISTIC and settings:
+            failures.append((str(rec.attrs["failure_class"]), settings))
+
+    def direction(name: str, value: Scalar) -> int:
+        param, dep = params.get(name), deployed.get(name)
+        if param is None or param.choices is not None or not _is_number(value) or dep is None:
+            return 0
+        try:
+            side = 1 if float(value) > float(dep) else -1  # type: ignore[arg-type]
+        except ValueError:
+            return 0
+        # a larger (smaller) value that ran fine bounds the cliff: blame this value alone
+        return 0 if any((float(v) - float(value)) * side > 0 for v in ok_values.get(name, ()) if _is_number(v)) \
+            else side
+
+    blames: list[Blame] = []
+    for failure_class, settings in failures:
+        if len(settings) == 1:
+            (name, value), = settings.items()
+            if not any(b.covers(name, value) for b in blames):
+                count = sum(1 for c, s in failures if c == failure_class and s.get(name) == value)
+                blames.append(Blame(name, value, failure_class, count, direction(name, value)))
+    counts: dict[tuple[str, str, str], int] = {}
+    for failure_class, settings in failures:
+        if blamed_by(blames, settings) is not None:
+            continue  # already explained
+        for name, value in settings.items():
+            key = (failure_class, name, render_value(value))
+            counts[key] = counts.get(key, 0) + 1
+    for (failure_class, name, shown), count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        if count < 2:
+            continue
+        value = next(s[name] for c, s in failures if c == failure_class and name in s
+                     and render_value(s[name]) == shown)
+        if any(render_value(v) == render_value(value) for v in ok_values.get(name, ())):
+            continue
+        if not any(b.covers(name, value) for b in blames):
+            blames.append(Blame(name, value, failure_class, count, direction(name, value)))
+    return blames

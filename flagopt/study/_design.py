@@ -1,0 +1,179 @@
+"""What to measure before the sampler: one-factor screening probes, their refinement, and the combination.
+
+Flag effects are mostly separable (a threshold, a protocol, a scheduler switch each move throughput on their own)
+with a few interactions and cliffs. So the planner screens first, as a careful engineer does: every catalog
+profile, then each param alone on top of the deployed job (one run per value, booleans and categoricals over their
+choices, numeric ranges over a coarse geometric or linear grid), then the neighbours of the best grid point of a
+numeric param, then the combination of every param's best value. Racing (``flagopt.stats.next_to_sample``)
+re-runs only the probes that could matter, and the sampler explores what the screen cannot see (pairs of flags
+that only help together).
+
+Every configuration here carries only the settings that differ from the deployed job, so probes, the combination
+and sampled points that set the same values share one arm (and the exported patch is the few flags that matter).
+
+Example:
+    >>> from flagopt.space import Param
+    >>> p = Param("ag", "xla", "xla_gpu_all_gather_combine_threshold_bytes", type="int", low=2**26, high=2**36, log=True)
+    >>> [v.bit_length() - 1 for v in probe_values(p, str(2**33))]
+    [26, 28, 30, 32, 34, 36]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flagopt.space import Param, Space, TrialConfig, render_value
+
+Scalar = bool | int | float | str
+#: Grid points of one numeric param in the screen; more cost runs, fewer miss a narrow optimum.
+MAX_GRID = 6
+#: A numeric range wider than this many octaves is screened every two octaves, then refined around the best.
+WIDE_OCTAVES = 8.0
+_TARGET_PART = {"xla": "xla", "libtpu": "libtpu", "env": "env", "arg": "args"}
+
+
+def deployed_values(space: Space, default_of: Callable[[str], Any] | None = None) -> dict[str, str | None]:
+    """Each param's value in the deployed job, rendered as text (``None``: unset or unknown).
+
+    A flag the deployed ``XLA_FLAGS`` does not set runs at its image default (``baseline.defaults``, else
+    ``default_of``, e.g. the flag registry); an env var the deployed env does not set is unset.
+    """
+    flags: dict[str, str] = {}
+    for target, tokens in (("xla", space.baseline.xla_flags), ("libtpu", space.baseline.libtpu_flags)):
+        for token in tokens:
+            name, sep, value = token.lstrip("-").partition("=")
+            flags[f"{target}:{name}"] = value if sep else "true"
+    env = dict(space.baseline.env)
+    args = {k: render_value(v) for k, v in space.baseline.args}
+    defaults = {k: render_value(v) for k, v in space.baseline.defaults}
+    out: dict[str, str | None] = {}
+    for p in space.params:
+        if p.target in ("xla", "libtpu"):
+            value = flags.get(f"{p.target}:{p.key}", defaults.get(p.key))
+            if value is None and default_of is not None and default_of(p.key) is not None:
+                value = render_value(default_of(p.key))
+        elif p.target == "env":
+            value = env.get(p.key, defaults.get(p.key))
+        else:
+            value = args.get(p.key)
+        out[p.name] = value
+    return out
+
+
+def same_value(param: Param, value: Scalar, deployed: str | None) -> bool:
+    """Whether ``value`` is what the deployed job already runs (numbers compared as numbers)."""
+    if deployed is None:
+        return False
+    if param.type is not None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return math.isclose(float(value), float(deployed), rel_tol=1e-9)
+        except (TypeError, ValueError):
+            return False
+    return render_value(value) == deployed
+
+
+def _numeric_grid(param: Param) -> list[float]:
+    low, high = float(param.low), float(param.high)  # type: ignore[arg-type]
+    if param.log and low > 0:
+        octaves = math.log2(high / low)
+        step = 2.0 if octaves > WIDE_OCTAVES else 1.0
+        count = int(math.floor(octaves / step + 1e-9)) + 1
+        if count > MAX_GRID:
+            step, count = octaves / (MAX_GRID - 1), MAX_GRID
+        return [low * 2.0 ** (i * step) for i in range(count)]
+    count = MAX_GRID if param.type == "float" else min(MAX_GRID, int(high - low) + 1)
+    return [low + (high - low) * i / max(count - 1, 1) for i in range(count)]
+
+
+def _cast(param: Param, value: float) -> Scalar:
+    if param.type == "int":
+        out = int(round(value))
+        if param.step:
+            out = int(param.low + round((out - param.low) / param.step) * param.step)  # type: ignore[operator]
+        return int(min(max(out, param.low), param.high))  # type: ignore[type-var]
+    return float(value)
+
+
+def probe_values(param: Param, deployed: str | None) -> list[Scalar]:
+    """The values one-factor screening tries for ``param`` (never the deployed one), in order."""
+    if param.choices is not None:
+        values: list[Scalar] = list(param.choices)
+    else:
+        values = [_cast(param, v) for v in _numeric_grid(param)]
+    out: list[Scalar] = []
+    for v in values:
+        if not same_value(param, v, deployed) and v not in out:
+            out.append(v)
+    return out
+
+
+def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str | None) -> list[Scalar]:
+    """Neighbours of the best screened value of a numeric param, halfway to the grid points beside it.
+
+    ``measured`` maps screened values (the deployed one included, with gain 0) to their estimated gains. Returns
+    nothing for a categorical param or when the best value is the deployed one.
+    """
+    if param.choices is not None or len(measured) < 2:
+        return []
+    ordered = sorted(measured, key=float)
+    best = max(ordered, key=lambda v: measured[v])
+    if same_value(param, best, deployed):
+        return []
+    i = ordered.index(best)
+    out: list[Scalar] = []
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(ordered):
+            a, b = float(best), float(ordered[j])
+            mid = math.sqrt(a * b) if param.log and a > 0 and b > 0 else (a + b) / 2.0
+            value = _cast(param, mid)
+            if value not in measured and not same_value(param, value, deployed) and value not in out:
+                out.append(value)
+    return out
+
+
+def config_of_settings(space: Space, settings: Mapping[str, Scalar], *, kind: str, profile: str) -> TrialConfig:
+    """A configuration that sets ``settings`` (param name -> value) on top of the deployed job."""
+    parts: dict[str, list[tuple[str, Scalar]]] = {"xla": [], "libtpu": [], "env": [], "args": []}
+    for p in space.params:
+        if p.name in settings:
+            parts[_TARGET_PART[p.target]].append((p.key, settings[p.name]))
+    return TrialConfig(kind=kind, profile=profile, xla=tuple(parts["xla"]), libtpu=tuple(parts["libtpu"]),
+                       env=tuple(parts["env"]), args=tuple(parts["args"]),
+                       params=tuple(sorted((k, v) for k, v in settings.items())))
+
+
+def changed_settings(space: Space, params: Mapping[str, Scalar], deployed: Mapping[str, str | None]) -> dict[str, Scalar]:
+    """The sampled ``params`` without those equal to the deployed value: what the run really changes."""
+    return {p.name: params[p.name] for p in space.params
+            if p.name in params and not same_value(p, params[p.name], deployed.get(p.name))}
+
+
+def settings_of_record(space: Space, settings: Mapping[str, Mapping[str, Any]]) -> dict[str, Scalar]:
+    """A trial record's ``settings`` (``{"xla": {...}, "env": {...}, ...}``) as param name -> value.
+
+    Settings no param declares (a catalog profile's extra flags) are keyed ``target:key``.
+    """
+    by_key = {(_TARGET_PART[p.target], p.key): p.name for p in space.params}
+    out: dict[str, Scalar] = {}
+    for part, values in settings.items():
+        for key, value in (values or {}).items():
+            out[by_key.get((part, key), f"{part}:{key}")] = value
+    return out
+
+
+def probe_label(param: Param, value: Scalar) -> str:
+    return f"{param.name}={render_value(value)}"
+
+
+__all__ = [
+    "changed_settings",
+    "config_of_settings",
+    "deployed_values",
+    "probe_label",
+    "probe_values",
+    "refine_values",
+    "same_value",
+    "settings_of_record",
+]
