@@ -82,11 +82,13 @@ _IMPORTANCES = re.compile(r"/api/studies/(\d+)/param_importances\Z")
 
 
 def importances_for_every_study(app: Callable, storage: optuna.storages.BaseStorage) -> Callable:
-    """Wrap optuna-dashboard's WSGI app so that a study without any sampled param gets empty importances.
+    """Wrap optuna-dashboard's WSGI app so that a study without any usable param gets empty importances.
 
-    optuna-dashboard (0.21) answers HTTP 500 there: with two or more completed trials and no param anywhere,
-    ``get_param_importance_from_trials_cache`` falls back to ``1 / len(union_search_space)`` with an empty search
-    space (ZeroDivisionError). A flagopt study of profiles only is such a study; see docs/report.md.
+    optuna-dashboard (0.21) answers HTTP 500 there: with two or more completed trials and no param importance,
+    ``get_param_importance_from_trials_cache`` falls back to ``1 / len(union_search_space)``, and that union
+    leaves FAIL trials out, so it is empty (ZeroDivisionError) when no trial outside FAIL has a param. Flagopt
+    studies of that shape: profiles only, and a study whose every sampled run has failed so far (its completed
+    trials are baselines and profiles); see docs/report.md.
     """
 
     def wrapped(environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
@@ -98,7 +100,7 @@ def importances_for_every_study(app: Callable, storage: optuna.storages.BaseStor
                 trials = storage.get_all_trials(study_id, deepcopy=False)
             except KeyError:
                 return app(environ, start_response)  # its own 404
-            if not any(t.params for t in trials):
+            if not any(t.params for t in trials if t.state != optuna.trial.TrialState.FAIL):
                 body = json.dumps({"param_importances": [[] for _ in directions]}).encode()
                 start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
                 return [body]

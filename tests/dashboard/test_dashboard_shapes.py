@@ -7,6 +7,7 @@ import threading
 import urllib.error
 import urllib.request
 
+import optuna
 import pytest
 
 optuna_dashboard = pytest.importorskip("optuna_dashboard")
@@ -42,6 +43,27 @@ def test_param_importances_of_a_study_without_params(tmp_path):
         status, detail = get(port, f"/api/studies/{study._study_id}")
         assert status == 200 and len(detail["trials"]) == len(study.trials)
         assert get(port, "/api/studies/999/param_importances")[0] == 404  # optuna-dashboard's own answer
+    finally:
+        server.shutdown()
+
+
+def test_param_importances_of_a_study_whose_every_sampled_run_failed(tmp_path):
+    # Completed baselines without params and a sampled param only on FAIL trials: optuna-dashboard leaves FAIL
+    # trials out of its union search space, so the same division by zero as a study without params.
+    space = tmp_path / "space.yaml"
+    space.write_text(f"name: all-failed\ncommand: {FAULTY}\n"
+                     "params: {sc: {arg: scenario, choices: [crash, nccl-init]}}\nstop: {max_trials: 4}\n")
+    storage = f"sqlite:///{tmp_path}/studies/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight", "--quiet"]) == 0
+    study = load_study(storage, "all-failed")
+    complete, failed = ([t for t in study.trials if t.state == state]
+                        for state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL))
+    assert len(complete) >= 2 and not any(t.params for t in complete) and any(t.params for t in failed)
+    server = make_server(storage, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert get(port, f"/api/studies/{study._study_id}/param_importances") == (200, {"param_importances": [[]]})
     finally:
         server.shutdown()
 
