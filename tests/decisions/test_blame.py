@@ -1,0 +1,73 @@
+"""Failures blamed on the setting they share: never spend a run on it again."""
+
+from __future__ import annotations
+
+import textwrap
+
+from flagopt.space import load_space
+from flagopt.study._blame import Blame, blame_failures, blamed_by
+from flagopt.study._design import deployed_values
+from flagopt.study._records import RunRecord
+
+SPACE = """
+    name: b
+    command: [python, -c, pass]
+    baseline:
+      xla_flags: "--xla_gpu_all_gather_combine_threshold_bytes=8589934592"
+      defaults: {xla_gpu_enable_pipelined_p2p: false, xla_gpu_enable_while_loop_double_buffering: false}
+    params:
+      ag: {xla: xla_gpu_all_gather_combine_threshold_bytes, type: int, low: 67108864, high: 68719476736, log: true}
+      p2p: {xla: xla_gpu_enable_pipelined_p2p, choices: [true, false]}
+      dbuf: {xla: xla_gpu_enable_while_loop_double_buffering, choices: [true, false]}
+"""
+
+
+def rec(number: int, xla: dict, status: str = "ok", failure_class: str | None = None) -> RunRecord:
+    attrs = {"settings": {"xla": xla, "env": {}, "args": {}, "libtpu": {}}}
+    if failure_class:
+        attrs["failure_class"] = failure_class
+    return RunRecord(number, "probe", "p", f"k{number}", status, 100.0 if status == "ok" else None, float(number),
+                     0.0 if status == "ok" else None, attrs=attrs)
+
+
+def blames_of(tmp_path, records):
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    return blame_failures(space, records, deployed_values(space))
+
+
+AG = "xla_gpu_all_gather_combine_threshold_bytes"
+P2P = "xla_gpu_enable_pipelined_p2p"
+DBUF = "xla_gpu_enable_while_loop_double_buffering"
+
+
+def test_a_one_factor_oom_blames_the_value_and_every_larger_one(tmp_path):
+    blames = blames_of(tmp_path, [rec(1, {AG: 2**34}), rec(2, {AG: 2**36}, "infeasible", "oom")])
+    assert [(b.param, b.value, b.direction) for b in blames] == [("ag", 2**36, 1)]
+    assert blamed_by(blames, {"ag": 2**36, "p2p": True}) is not None
+    assert blamed_by(blames, {"ag": 2**35}) is None  # below the failing value: not known to fail
+    assert "ag=68719476736 (and every larger value) failed: oom" in blames[0].sentence()
+
+
+def test_a_larger_value_that_ran_bounds_the_cliff(tmp_path):
+    blames = blames_of(tmp_path, [rec(1, {AG: 2**36}), rec(2, {AG: 2**34}, "infeasible", "oom")])
+    assert [(b.value, b.direction) for b in blames] == [(2**34, 0)]
+
+
+def test_a_shared_setting_of_repeated_combined_failures_is_blamed_once_no_success_has_it(tmp_path):
+    records = [rec(1, {P2P: True, AG: 2**30}, "infeasible", "oom"), rec(2, {P2P: True, DBUF: True}, "infeasible", "oom"),
+               rec(3, {AG: 2**30}), rec(4, {DBUF: True})]
+    blames = blames_of(tmp_path, records)
+    assert [(b.param, b.value, b.failed) for b in blames] == [("p2p", True, 2)]
+
+
+def test_one_combined_failure_or_a_flaky_one_blames_nothing(tmp_path):
+    assert blames_of(tmp_path, [rec(1, {P2P: True, AG: 2**30}, "infeasible", "oom")]) == []
+    assert blames_of(tmp_path, [rec(1, {P2P: True}, "flake", "hang"), rec(2, {P2P: True}, "flake", "nccl-init")]) == []
+
+
+def test_blame_covers_only_its_own_param_and_side():
+    b = Blame("ag", 2**30, "oom", failed=1, direction=-1)
+    assert b.covers("ag", 2**29) and b.covers("ag", 2**30) and not b.covers("ag", 2**31)
+    assert not b.covers("p2p", 2**29)
