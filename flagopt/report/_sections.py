@@ -249,7 +249,10 @@ def negative_of(data: StudyData) -> tuple[str, ...]:
                 for arm in data.arms if arm.estimate is None and arm.failures
                 # a cancelled run says nothing about its configuration (scancel, a stopped study)
                 and arm.failures[-1].attrs.get("failure_class", arm.failures[-1].status) != "cancelled"]
-    return tuple(negative_lines(findings, failures))
+    # settings the study learnt to avoid: every run with them failed the same way, so none was launched again
+    blamed = [f"**`{b['param']}={b['value']}`**: {b['sentence']}; not tried again"
+              for b in data.attrs.get("flagopt.blames") or []]
+    return tuple(blamed + negative_lines(findings, failures))
 
 
 def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:

@@ -170,6 +170,7 @@ class StudyRunner:
         if verdict is not None and verdict.reason != "stopped":
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
         self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
+        self.study.set_user_attr("flagopt.blames", [b.to_json() for b in self.planner.blames(self.records())])
         self._refresh_live_view()
         self.progress.verdict(verdict)
         return verdict
