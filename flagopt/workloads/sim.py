@@ -362,7 +362,12 @@ def _read_landscape(name: str, path: Path) -> Landscape:
     if not isinstance(data, dict) or name not in data:
         known = sorted(data) if isinstance(data, dict) else []
         raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {known}")
-    d = data[name]
+    return landscape_from_data(name, data[name], path)
+
+
+def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LANDSCAPES) -> Landscape:
+    """A :class:`Landscape` from one entry of a landscapes file (``path`` is where it is, or will be, written)."""
+    path = Path(path)
     flaky = {str(k): float(v) for k, v in (d.get("flaky") or {}).items()}
     bad = sorted(set(flaky) - set(FLAKY_KINDS))
     if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
