@@ -216,6 +216,11 @@ class Landscape:
         resolved = self.resolve(settings, on_baseline=on_baseline)
         return next((int(o["bytes"]) for o in self.ooms if _matches(o["when"], resolved)), None)
 
+    def oom_rule(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> int | None:
+        """Index (in ``oom:``) of the first OOM rule ``settings`` falls in, or ``None`` when it fits."""
+        resolved = self.resolve(settings, on_baseline=on_baseline)
+        return next((i for i, o in enumerate(self.ooms) if _matches(o["when"], resolved)), None)
+
     def check_flags(self, names: Iterable[str], tokens: Sequence[str] | None = None) -> None:
         """Raise the unknown-flag failure when any of ``names`` is one this landscape's jaxlib rejects."""
         bad = [n for n in names if n in self.unknown_flags]
