@@ -253,9 +253,13 @@ def _pct(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
 
-def check_targets(results: Sequence[SeedResult], strategy: str = "flagopt") -> list[TargetCheck]:
-    """The issue's targets for ``strategy`` on the landscapes it ran, per landscape kind (issue 12's table)."""
-    summaries = summarise(results)
+def check_targets(results: Sequence[SeedResult], strategy: str = "flagopt", *,
+                  by_family: bool = False) -> list[TargetCheck]:
+    """The issue's targets for ``strategy`` on the landscapes it ran, per landscape kind (issue 12's table).
+
+    ``by_family``: one row per held-out family instead of per landscape.
+    """
+    summaries = summarise(results, by_family=by_family)
     mine = [s for s in summaries if s.strategy == strategy]
     others: dict[str, list[Summary]] = {}
     for s in summaries:

@@ -117,6 +117,21 @@ class SimParam:
             values = [float(v) for v in np.linspace(self.low or 0.0, self.high or 0.0, 9)]
         return tuple(dict.fromkeys([*values, self.default]))
 
+    def candidates(self) -> tuple[Value, ...]:
+        """:meth:`grid` plus, for an int with a bubble, the integers around the bubble's continuous optimum.
+
+        The search space lets a sampler pick any integer (27 microbatches), so the true best must consider it:
+        the bubble factor is unimodal in the count, its optimum ``sqrt((stages - 1) / overhead)``.
+        """
+        values = list(self.grid())
+        bubble = (self.effect or {}).get("bubble")
+        if bubble and self.type == "int" and self.low is not None and self.high is not None:
+            peak = math.sqrt((float(bubble["stages"]) - 1.0) / float(bubble["overhead"]))
+            for v in (math.floor(peak), math.ceil(peak)):
+                if self.low <= v <= self.high:
+                    values.append(int(v))
+        return tuple(dict.fromkeys(values))
+
     def factor(self, value: Value) -> float:
         """Relative throughput factor of ``value`` under this param's effect (1.0 = no effect)."""
         effect = self.effect or {}
@@ -285,7 +300,7 @@ class Landscape:
         return int(rng.integers(1, max(steps, 2)))
 
     def best(self) -> Best:
-        """The true best configuration over every param's grid, excluding OOM regions (for regret).
+        """The true best configuration over every param's candidates, excluding OOM regions (for regret).
 
         Params outside every interaction and OOM condition are optimised one by one (their effects multiply);
         the coupled ones are enumerated jointly, so the answer is exact for the model.
@@ -295,12 +310,12 @@ class Landscape:
         for name in set(self.params) - coupled:
             param, current = self.params[name], chosen[name]
             # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
-            chosen[name] = max(param.grid(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
+            chosen[name] = max(param.candidates(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
         names = sorted(coupled)
         best_combo = tuple(chosen[n] for n in names)
         oom_now = any(_matches(o["when"], chosen) for o in self.ooms)
         best_key = -math.inf if oom_now else round(self._factor(chosen, names), 12)
-        for combo in itertools.product(*(self.params[n].grid() for n in names)):
+        for combo in itertools.product(*(self.params[n].candidates() for n in names)):
             trial = {**chosen, **dict(zip(names, combo, strict=True))}
             if any(_matches(o["when"], trial) for o in self.ooms):
                 continue
