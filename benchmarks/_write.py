@@ -70,7 +70,7 @@ def rows(summaries: Sequence[Summary]) -> list[tuple[str, ...]]:
         repeated, counted = s.repeated_failures
         rep = "-" if not counted else f"{repeated / counted:.0%} ({repeated}/{counted})"
         out.append((s.landscape, s.strategy, str(s.seeds), f"{100 * s.best_gain:+.1f} % ({s.kind})",
-                    f"{s.runs_median:g} [{s.runs_q25:g}-{s.runs_q75:g}]",
+                    f"{s.runs_median:.4g} [{s.runs_q25:.4g}-{s.runs_q75:.4g}]",
                     f"{hours[0]:.1f} [{hours[1]:.1f}-{hours[2]:.1f}]", _opt_pct(s.controls_median),
                     f"{s.within_1pct:.0%}", f"{100 * s.regret_mean:.2f} / {100 * s.regret_median:.2f} pp",
                     f"{s.false_winner:.0%}", f"{s.claims} ({s.claims_win:.0%})", coverage, error, rep, verdicts))

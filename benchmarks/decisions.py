@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
 import platform
 import shlex
@@ -54,6 +55,8 @@ from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
 STRATEGIES = ("flagopt", "manual", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
+#: Workers start fresh (no fork of a process whose progress thread may hold a lock).
+SPAWN = multiprocessing.get_context("spawn")
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     logging.getLogger("optuna").setLevel(logging.WARNING)
-    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console = Console() if sys.stdout.isatty() else Console(width=260)
     strategies = tuple(s for s in STRATEGIES if s in args.strategies)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     held = range(args.first_seed, args.first_seed + args.held_out_seeds)
@@ -183,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scratch_root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # sqlite on tmpfs: no fsync cost
     with tempfile.TemporaryDirectory(prefix="flagopt-bench-", dir=scratch_root) as scratch, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console) as bar, ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            console=console) as bar, ProcessPoolExecutor(max_workers=args.jobs, mp_context=SPAWN) as pool:
         progress = bar.add_task("studies", total=len(tasks))
         futures = {pool.submit(run_task, task, scratch): task for task in tasks}
         done_per: dict[str, int] = {}
