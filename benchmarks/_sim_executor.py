@@ -3,8 +3,11 @@
 :class:`SimExecutor` is a :class:`flagopt.executors.BaseExecutor` that does what the subprocess would, without
 starting one: it reads the launch's ``XLA_FLAGS`` (last-wins), the landscape's environment variables and the
 ``key=value`` workload arguments, evaluates the landscape at its own launch counter (drift, noise, OOM regions,
-unknown flags), writes the same text the process prints to ``<trial_dir>/rank0.log`` and returns a job that is
-already done. The driver's real log parser and failure classifier then read that log.
+unknown flags, flaky infrastructure), writes the same text the process prints to ``<trial_dir>/rank0.log`` and
+returns a job that is already done. The driver's real log parser and failure classifier then read that log. A
+launch that hangs is reported as ``run_trial``'s hang watchdog reports it (``killed_by="hang"``, SIGTERM).
+``run_seconds`` and ``faults`` keep each launch's simulated duration (a hang includes the watchdog's wait) and
+infrastructure or setting failure, for the benchmark's run-seconds.
 
 Time is virtual: launch ``i`` starts at ``epoch + i * period_s`` and lasts as long as its simulated steps, so
 drift correction sees a clock that moves with the launches, as on a cluster.

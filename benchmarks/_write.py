@@ -22,8 +22,8 @@ _LEFT = ("landscape", "strategy", "flagopt verdicts")
 _NOTES = re.compile(r"<!-- notes -->.*?<!-- /notes -->", re.S)
 
 STRATEGY_TEXT = (
-    "* **flagopt** — the real `StudyRunner` (default sampler and noise settings, stop rules win 0.05, null_gain 0.02, "
-    "max_null 25, max_trials as below) on `SimExecutor`: every run writes the simulated job's MaxText log and goes "
+    "* **flagopt** — the real `StudyRunner` (default sampler and noise settings, stop rules win 0.05, "
+    "null_gain 0.02, max_null 25, max_trials as below) on `SimExecutor`: every run writes the simulated job's MaxText log and goes "
     "through the real log parser, failure classifier, retry policy, drift correction and planner. Choice: the "
     "verdict's winner, else the deployed baseline; claim and interval: the verdict's.",
     "* **manual** — two baseline runs, one-factor waves (each grid value of each param alone, one run each; an "

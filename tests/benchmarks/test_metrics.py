@@ -37,7 +37,8 @@ def test_failure_reason_names_the_oom_rule_or_the_unknown_flag() -> None:
     cliff = load_landscape("oomcliff")
     assert failure_reason(cliff, {AG: 2**33}) == ("oom", 0)
     assert failure_reason(cliff, {"xla": {f"--{RS}": "true"}, "env": {}, "args": {}}) == ("oom", 1)
-    assert failure_reason(cliff, {"xla_gpu_enable_async_collectives": True}) == ("flag", "xla_gpu_enable_async_collectives")
+    unknown = "xla_gpu_enable_async_collectives"
+    assert failure_reason(cliff, {unknown: True}) == ("flag", unknown)
     assert failure_reason(cliff, {AG: 2**31}) is None
 
 

@@ -23,8 +23,8 @@ _STAMP = re.compile(r"^\S+ \S+: ([WEF]) |^[WEF]\d{4} \S+\s+\d+ ", re.M)
 
 def subprocess_run(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NCCL_ALGO", "FLAGOPT_SIM_STATE")}
-    return subprocess.run([*SIM, *args], env={**clean, **env, "PYTHONPATH": REPO}, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run([*SIM, *args], env={**clean, **env, "PYTHONPATH": REPO}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def submit_n(executor: SimExecutor, n: int, argv: tuple[str, ...], env: dict[str, str | None], tmp_path: Path):
