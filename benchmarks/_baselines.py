@@ -281,9 +281,11 @@ def _pick_by_means(bench: Bench, controls: list[tuple[int, float]],
     eligible = {k: gains(r) for k, r in runs.items() if len(r) >= most}
     key = max(eligible, key=lambda k: float(eligible[k].mean()))
     g = eligible[key]
-    base_rel_sd = float(np.std(level / np.interp(at, at, level), ddof=1)) if len(level) > 1 else 0.0
-    residual = (level - np.polyval(np.polyfit(at, level, 1), at)) / level.mean() if len(level) > 2 else np.zeros(1)
-    base_sd = float(np.std(residual, ddof=1)) if len(level) > 2 else base_rel_sd
+    # the controls' scatter around their linear drift, relative: the noise of the level the gains divide by
+    base_sd = 0.0
+    if len(level) > 2:
+        residual = (level - np.polyval(np.polyfit(at, level, 1), at)) / level.mean()
+        base_sd = float(np.std(residual, ddof=2))
     sd = float(np.std(g, ddof=1)) if len(g) > 1 else base_sd * math.sqrt(2.0)
     se = math.sqrt(sd**2 / len(g) + base_sd**2 / len(level))
     dof = max(len(g) - 1, 1)

@@ -71,8 +71,8 @@ class Task:
     space_options: dict[str, Any] = field(default_factory=dict)
 
 
-def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: float) -> SeedResult:
-    detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")}
+def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: float, elapsed: float) -> SeedResult:
+    detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} | {"elapsed_s": elapsed}
     log = choice.detail.get("log") or []
     ci = choice.detail.get("ci")
     if strategy == "flagopt":
@@ -102,13 +102,15 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
     notes: list[str] = []
     budget = task.max_trials
     if "flagopt" in task.strategies:
+        started = time.perf_counter()
         ours = run_flagopt(land, task.seed, folder / "flagopt", max_trials=task.max_trials,
                            space_options=task.space_options or None)
-        out.append(_result(land, task, "flagopt", ours, best))
+        out.append(_result(land, task, "flagopt", ours, best, time.perf_counter() - started))
         budget = ours.runs
     for strategy in task.strategies:
         if strategy == "flagopt":
             continue
+        started = time.perf_counter()
         if strategy == "manual":
             choice: Choice | None = manual_protocol(land, task.seed)
         elif strategy in ("random", "tpe"):
@@ -120,8 +122,14 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
             if choice is None:
                 notes.append("skopt skipped: scikit-optimize is not installed (pip install -e '.[bench]')")
                 continue
-        out.append(_result(land, task, strategy, choice, best))
+        out.append(_result(land, task, strategy, choice, best, time.perf_counter() - started))
     return out, notes
+
+
+def cpu_per_strategy(results: Sequence[SeedResult], strategies: Sequence[str]) -> str:
+    """Seconds each strategy took in its worker, summed over seeds (where a faster benchmark must cut)."""
+    spent = {s: sum(r.detail.get("elapsed_s", 0.0) for r in results if r.strategy == s) for s in strategies}
+    return ", ".join(f"{s} {v:.0f}" for s, v in spent.items())
 
 
 def machine() -> str:
@@ -213,11 +221,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(table)
     studies = len({(r.landscape, r.seed) for r in results})
     console.print(f"wall time {wall:.0f} s ({studies} landscape-seeds, {len(results)} strategy runs, "
-                  f"--jobs {args.jobs})")
+                  f"--jobs {args.jobs}); CPU seconds per strategy: {cpu_per_strategy(results, strategies)}")
     if args.out:
         shown = ["python", "benchmarks/decisions.py", *(sys.argv[1:] if argv is None else argv)]
         meta = {"command": shlex.join(shown), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "machine": machine(), "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs})",
+                "machine": machine(), "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs}; seconds per strategy: "
+                        f"{cpu_per_strategy(results, strategies)})",
                 "commit": commit(), "versions": f"python {platform.python_version()}, optuna {optuna.__version__}"}
         descriptions = {name: load_landscape(name).description for name in args.landscapes}
         write_markdown(args.out, lambda previous: markdown(
