@@ -1,7 +1,7 @@
 """Benchmark flagopt's decisions against a manual protocol, random search, plain TPE, TPE with repeats and skopt.
 
 Usage:
-    python benchmarks/decisions.py --seeds 30 --jobs 2 [--landscapes win10 null] [--families rand-win]
+    python benchmarks/decisions.py --seeds 30 --null-seeds 50 --jobs 2 [--landscapes win10 null] [--families rand-win]
                                    [--strategies flagopt tpe] [--out docs/benchmark-decisions.md]
     python benchmarks/decisions.py --quick          # flagopt alone, 3 seeds, shipped landscapes: for iteration
 
@@ -53,6 +53,8 @@ from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E40
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
+#: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
+NULL_LANDSCAPES = ("null", "rand-null")
 STRATEGIES = ("flagopt", "manual", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
 #: Workers start fresh (no fork of a process whose progress thread may hold a lock).
@@ -134,7 +136,8 @@ def cpu_per_strategy(results: Sequence[SeedResult], strategies: Sequence[str]) -
 
 def machine() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.machine()} {platform.system()} {platform.release()}, {cores} cores ({platform.processor() or 'cpu'})"
+    cpu = platform.processor() or "cpu"
+    return f"{platform.machine()} {platform.system()} {platform.release()}, {cores} cores ({cpu})"
 
 
 def commit() -> str:
@@ -155,6 +158,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="held-out random families (default: all; none with an empty list)")
     parser.add_argument("--held-out-seeds", type=int, default=None,
                         help="landscapes (= seeds) per held-out family (default: --seeds)")
+    parser.add_argument("--null-seeds", type=int, default=None,
+                        help="seeds for null and rand-null (the null target needs >= 50; default: --seeds)")
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--max-trials", type=int, default=60, help="flagopt's stop.max_trials (default 60)")
     parser.add_argument("--jobs", type=int, default=2, help="seeds run in parallel (processes, default 2)")
@@ -173,6 +178,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.landscapes = list(LANDSCAPES) if args.landscapes is None else args.landscapes
     args.families = list(FAMILIES) if args.families is None else args.families
     args.held_out_seeds = args.seeds if args.held_out_seeds is None else args.held_out_seeds
+    args.null_seeds = args.seeds if args.null_seeds is None else args.null_seeds
     if args.jobs < 1:
         parser.error(f"--jobs: must be at least 1, got {args.jobs}")
     return args
@@ -184,10 +190,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("optuna").setLevel(logging.WARNING)
     console = Console() if sys.stdout.isatty() else Console(width=260)
     strategies = tuple(s for s in STRATEGIES if s in args.strategies)
-    seeds = range(args.first_seed, args.first_seed + args.seeds)
-    held = range(args.first_seed, args.first_seed + args.held_out_seeds)
-    tasks = [Task(name, seed, "", strategies, args.max_trials) for name in args.landscapes for seed in seeds]
-    tasks += [Task(family, seed, family, strategies, args.max_trials) for family in args.families for seed in held]
+    count = {name: args.null_seeds if name in NULL_LANDSCAPES else args.seeds for name in args.landscapes}
+    count |= {family: args.null_seeds if family in NULL_LANDSCAPES else args.held_out_seeds
+              for family in args.families}
+    tasks = [Task(name, seed, "", strategies, args.max_trials) for name in args.landscapes
+             for seed in range(args.first_seed, args.first_seed + count[name])]
+    tasks += [Task(family, seed, family, strategies, args.max_trials) for family in args.families
+              for seed in range(args.first_seed, args.first_seed + count[family])]
     results: list[SeedResult] = []
     notes: set[str] = set()
     started = time.time()
@@ -205,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             notes.update(said)
             bar.update(progress, advance=1, description=f"{task.name} seed {task.seed}")
             done_per[task.name] = done_per.get(task.name, 0) + 1
-            expected = args.held_out_seeds if task.family else args.seeds
+            expected = count[task.name]
             if not console.is_terminal and done_per[task.name] == expected:  # no live bar in a log
                 console.print(f"{task.name}: {expected} seeds done at {time.time() - started:.0f} s")
     wall = time.time() - started
@@ -225,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out:
         shown = ["python", "benchmarks/decisions.py", *(sys.argv[1:] if argv is None else argv)]
         meta = {"command": shlex.join(shown), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "machine": machine(), "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs}; seconds per strategy: "
+                "machine": machine(),
+                "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs}; seconds per strategy: "
                         f"{cpu_per_strategy(results, strategies)})",
                 "commit": commit(), "versions": f"python {platform.python_version()}, optuna {optuna.__version__}"}
         descriptions = {name: load_landscape(name).description for name in args.landscapes}

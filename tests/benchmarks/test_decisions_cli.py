@@ -13,6 +13,8 @@ def test_quick_means_flagopt_alone_on_the_shipped_landscapes() -> None:
     assert args.strategies == ["flagopt"] and args.seeds == 3 and args.families == []
     assert "ppmb" in args.landscapes and "flaky" in args.landscapes
     assert parse_args(["--quick", "--seeds", "5"]).seeds == 5
+    args = parse_args(["--seeds", "30", "--null-seeds", "50"])
+    assert (args.seeds, args.held_out_seeds, args.null_seeds) == (30, 30, 50)
 
 
 def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
