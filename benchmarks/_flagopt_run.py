@@ -17,17 +17,18 @@ from typing import Any
 
 import optuna
 
-from benchmarks._baselines import Choice
+from benchmarks._baselines import Choice, RunLog
+from benchmarks._metrics import CONTROL_KINDS
 from benchmarks._sim_executor import SimExecutor
 from benchmarks._spaces import write_space
 from flagopt import stats
 from flagopt.study import Progress, StudyRunner, arms_of
-from flagopt.workloads.sim import Landscape
+from flagopt.workloads.sim import LANDSCAPES_ENV, Landscape
 
 
 def clean_environment(land: Landscape) -> dict[str, str]:
     """This process's environment without ``XLA_FLAGS`` or any variable the landscape reads (no leaks into runs)."""
-    names = {"XLA_FLAGS", "FLAGOPT_SIM_STATE", *(n for n, p in land.params.items() if p.target == "env")}
+    names = {"XLA_FLAGS", "FLAGOPT_SIM_STATE", LANDSCAPES_ENV, *(n for n, p in land.params.items() if p.target == "env")}
     return {k: v for k, v in os.environ.items() if k not in names}
 
 
@@ -35,7 +36,10 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
                 space_options: dict[str, Any] | None = None) -> Choice:
     """Run a whole study until its stop verdict; the choice is the verdict's winner (the baseline when none).
 
-    ``detail`` carries the verdict reason, the winner's label, its estimated interval and the run kinds.
+    ``space_options`` are merged into the space file (:func:`benchmarks._spaces.space_data`), e.g.
+    ``{"stop": {"refine": 20}}``. ``detail`` carries the verdict reason, the winner's label, its estimated
+    interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records) and
+    the simulated run-seconds.
     """
     space = write_space(land, seed, folder, max_trials=max_trials, **(space_options or {}))
     executor = SimExecutor(folder / "jobs", base_env=clean_environment(land))
@@ -45,9 +49,12 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
                              progress=Progress(quiet=True), force=True, poll_s=0.0)
         verdict = runner.run()
     kinds: dict[str, int] = {}
+    log: list[RunLog] = []
     for rec in runner.records():
-        if rec.status != "invalid":
+        if rec.status != "invalid":  # recorded without a launch (a flag known to be rejected)
             kinds[rec.kind] = kinds.get(rec.kind, 0) + 1
+            log.append(RunLog(rec.attrs.get("settings") or {}, rec.kind in CONTROL_KINDS, rec.ok, 0.0,
+                              rec.attrs.get("failure_class")))
     winner = verdict.winner if verdict is not None else None
     settings: dict[str, Any] = {}
     if winner:
@@ -55,7 +62,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
             settings.update(part)
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
               "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
-              "winner_lo_familywise": _familywise_lo(runner, winner)}
+              "winner_lo_familywise": _familywise_lo(runner, winner), "log": log,
+              "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults)}
     return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)
 
 

@@ -3,8 +3,11 @@
 :class:`SimExecutor` is a :class:`flagopt.executors.BaseExecutor` that does what the subprocess would, without
 starting one: it reads the launch's ``XLA_FLAGS`` (last-wins), the landscape's environment variables and the
 ``key=value`` workload arguments, evaluates the landscape at its own launch counter (drift, noise, OOM regions,
-unknown flags), writes the same text the process prints to ``<trial_dir>/rank0.log`` and returns a job that is
-already done. The driver's real log parser and failure classifier then read that log.
+unknown flags, flaky infrastructure), writes the same text the process prints to ``<trial_dir>/rank0.log`` and
+returns a job that is already done. The driver's real log parser and failure classifier then read that log. A
+launch that hangs is reported as ``run_trial``'s hang watchdog reports it (``killed_by="hang"``, SIGTERM).
+``run_seconds`` and ``faults`` keep each launch's simulated duration (a hang includes the watchdog's wait) and
+infrastructure or setting failure, for the benchmark's run-seconds.
 
 Time is virtual: launch ``i`` starts at ``epoch + i * period_s`` and lasts as long as its simulated steps, so
 drift correction sees a clock that moves with the launches, as on a cluster.
@@ -20,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -32,7 +34,7 @@ import numpy as np
 from flagopt.executors import BaseExecutor, JobResult, JobStatus, RunOutcome, TrialJob, TrialLaunch, log_path_for
 from flagopt.executors._launch import child_environment
 from flagopt.workloads import _emit
-from flagopt.workloads.sim import _RESERVED, SimulatedFailure, load_landscape, parse_xla_flags
+from flagopt.workloads.sim import DEFAULT_HANG_S, parse_job_args, run_job
 
 #: The start of the virtual clock (a plausible unix time: records treat 0 as "no time recorded").
 VIRTUAL_EPOCH = 1_700_000_000.0
@@ -41,11 +43,18 @@ _MODULE = "flagopt.workloads.sim"
 
 @dataclass(frozen=True)
 class SimRun:
-    """What one simulated process did: its exit status (as ``Popen.returncode``) and its merged output."""
+    """What one simulated process did: its exit status (as ``Popen.returncode``) and its merged output.
+
+    ``hangs``: it stopped printing and waits for the runner's hang watchdog; ``seconds``: its duration without
+    that wait; ``fault``: why it failed (``oom``, ``unknown_flag`` or a flaky kind), ``None`` when it did not.
+    """
 
     exit_code: int
     text: str
     step_seconds: tuple[float, ...] = ()
+    seconds: float = 0.0
+    hangs: bool = False
+    fault: str | None = None
 
 
 def _sim_args(argv: Sequence[str]) -> list[str]:
@@ -56,47 +65,29 @@ def _sim_args(argv: Sequence[str]) -> list[str]:
     return [a for a in items[1:] if "=" in a]
 
 
+def _popen_code(shell_code: int) -> int:
+    """A shell-style status as ``Popen.returncode``: a death by signal (134, 143) is ``-signal``."""
+    if shell_code in (_emit.UNKNOWN_FLAG_EXIT_CODE_OLD, _emit.SIGTERM_EXIT_CODE):
+        return -(shell_code - 128)
+    return shell_code
+
+
 def simulate(argv: Sequence[str], env: Mapping[str, str], launch: int) -> SimRun:
     """Run the sim job's logic in-process: the same text and exit status as ``sim.main`` in a subprocess.
 
     Args:
         argv: the full command (``python -m flagopt.workloads.sim landscape=... seed=... key=value ...``).
-        env: the complete environment the process would see.
+        env: the complete environment the process would see (``FLAGOPT_SIM_LANDSCAPES`` included).
         launch: the launch index when ``argv`` has no ``launch=``.
     """
-    opts, args = dict(_RESERVED), {}
-    for item in _sim_args(argv):
-        key, sep, value = item.partition("=")
-        if not sep:
-            return SimRun(_emit.RUNTIME_ERROR_EXIT_CODE, f"sim: argument {item!r} is not key=value\n")
-        (opts if key in _RESERVED else args)[key] = value
-    land = load_landscape(opts["landscape"])
-    xla, tokens = parse_xla_flags(env.get("XLA_FLAGS", ""))
-    unknown_args = sorted(k for k in args if (land.params[k].target if k in land.params else None) != "args")
-    if unknown_args:
-        return SimRun(_emit.RUNTIME_ERROR_EXIT_CODE,
-                      f"sim: unknown workload argument(s) {unknown_args} for landscape {land.name}\n")
-    env_settings = {n: env[n] for n, p in land.params.items() if p.target == "env" and n in env}
-    settings = {**xla, **env_settings, **args}
+    parsed = parse_job_args(_sim_args(argv))
+    if isinstance(parsed, str):
+        return SimRun(_emit.RUNTIME_ERROR_EXIT_CODE, parsed + "\n")
+    opts, args = parsed
     index = int(opts["launch"]) if opts["launch"] else launch
-    rng = np.random.default_rng([int(opts["seed"]), index])
-    try:
-        land.check_flags(xla, tokens)
-        values = land.sample_run(settings, index, rng, int(opts["steps"]), on_baseline=False)
-    except SimulatedFailure as failure:
-        code = failure.exit_code
-        if code == _emit.UNKNOWN_FLAG_EXIT_CODE_OLD:
-            code = -signal.SIGABRT  # the process kills itself: Popen reports the signal
-        return SimRun(code, failure.text + "\n")
-    per_step = land.total_weights / land.devices
-    loss_rng = np.random.default_rng([int(opts["seed"]), index, 1])
-    lines, seconds = [], []
-    for step, tokens_per_s in enumerate(values):
-        loss = 2.3 + 8.5 * math.exp(-step / 6.0) + 0.01 * float(loss_rng.standard_normal())
-        seconds.append(per_step / tokens_per_s)
-        lines.append(_emit.step_line(step, seconds[-1], tokens_per_s * land.tflops_per_token, tokens_per_s,
-                                     land.total_weights, loss))
-    return SimRun(0, "".join(line + "\n" for line in lines), tuple(seconds))
+    job = run_job(opts, args, env, index)
+    text = "".join(line + "\n" for line in job.stdout) + (job.stderr + "\n" if job.stderr else "")
+    return SimRun(_popen_code(job.exit_code), text, job.step_seconds, job.seconds, job.hangs, job.fault)
 
 
 class SimJob(TrialJob):
@@ -132,6 +123,8 @@ class SimExecutor(BaseExecutor):
         self.period_s = period_s
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.launches = 0
+        self.run_seconds: list[float] = []  # simulated duration of each launch (a hang counts the watchdog's wait)
+        self.faults: list[str | None] = []  # why each launch failed (None: it did not)
 
     def submit(self, launch: TrialLaunch) -> TrialJob:
         index = self.launches
@@ -142,12 +135,23 @@ class SimExecutor(BaseExecutor):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(run.text)
         started = VIRTUAL_EPOCH + index * self.period_s
+        exit_code, killed_by, seconds = run.exit_code, None, run.seconds
+        if run.hangs:
+            # run_trial's watchdog: no new step for hang_s -> SIGTERM to the process group, which ends the job
+            killed_by, exit_code = "hang", -signal.SIGTERM
+            seconds += launch.hang_s if launch.hang_s is not None else DEFAULT_HANG_S
+        self.run_seconds.append(seconds)
+        self.faults.append(run.fault)
         # Steps cannot outlast the slot: drift correction only needs the start, the planner a positive span.
         ends = list(np.cumsum(run.step_seconds)) if run.step_seconds else []
         span = min(float(ends[-1]) if ends else 1.0, 0.9 * self.period_s)
-        outcome = RunOutcome(rank=0, exit_code=run.exit_code, killed_by=None, host="sim", started_at=started,
+        if run.hangs:
+            span = 0.9 * self.period_s
+        last_step = min(float(ends[-1]), span) if ends else None
+        outcome = RunOutcome(rank=0, exit_code=exit_code, killed_by=killed_by, host="sim", started_at=started,
                              ended_at=started + span, first_step_at=started + min(float(ends[0]), span) if ends else None,
-                             last_step_at=started + span if ends else None, log_path=str(log_path))
+                             last_step_at=started + last_step if last_step is not None else None,
+                             log_path=str(log_path))
         return SimJob(f"sim-{index}", outcome)
 
     def describe(self) -> dict[str, object]:

@@ -37,17 +37,29 @@ def _param_entry(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def space_data(land: Landscape, seed: int, *, max_trials: int = 60, stop: dict[str, Any] | None = None,
-               noise: dict[str, Any] | None = None, profiles: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise."""
+def space_data(land: Landscape, seed: int, *, max_trials: int = 60, **options: Any) -> dict[str, Any]:
+    """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise.
+
+    ``options`` are merged into the file: a mapping into the section of that name (``stop={"refine": 20}`` keeps
+    the other stop rules), anything else replaces the key (``noise={...}``, ``profiles={...}``, ``sampler=...``).
+
+    Example:
+        >>> from flagopt.workloads.sim import load_landscape
+        >>> stop = space_data(load_landscape("win10"), 0, stop={"refine": 20})["stop"]
+        >>> stop["refine"], stop["win"]
+        (20, 0.05)
+    """
     deployed = land.baseline_settings()
     # the image defaults a flag registry knows: what the job runs where the deployed state sets nothing
     defaults = {n: p.default for n, p in land.params.items() if p.default is not None and p.target != "args"}
+    command = ["{python}", "-m", "flagopt.workloads.sim", f"landscape={land.name}", f"seed={seed}", "steps=15"]
+    if land.path:  # a held-out landscape: the job reads it from its own file
+        command.append(f"landscapes={land.path}")
     data: dict[str, Any] = {
         "name": f"bench-{land.name}-{seed}",
         "model_tag": f"sim-{land.name}",
         "parallelism": land.description,
-        "command": ["{python}", "-m", "flagopt.workloads.sim", f"landscape={land.name}", f"seed={seed}", "steps=15"],
+        "command": command,
         "timeout_min": 30,
         "metric": {"format": "maxtext", "field": "Tokens/s/device", "window": [9, 14]},
         "baseline": {
@@ -57,13 +69,16 @@ def space_data(land: Landscape, seed: int, *, max_trials: int = 60, stop: dict[s
             "defaults": defaults,
         },
         "params": {name: _param_entry(name, entry) for name, entry in land.space_params().items()},
-        "stop": {"win": 0.05, "null_gain": 0.02, "max_null": 25, "max_trials": max_trials, **(stop or {})},
+        "stop": {"win": 0.05, "null_gain": 0.02, "max_null": 25, "max_trials": max_trials},
         "seed": seed,
     }
-    if noise:
-        data["noise"] = dict(noise)
-    if profiles:
-        data["profiles"] = dict(profiles)
+    for key, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
     return data
 
 

@@ -1,17 +1,22 @@
-"""Benchmark flagopt's noise-aware decisions against a manual protocol, random search and plain Optuna TPE.
+"""Benchmark flagopt's decisions against a manual protocol, random search, plain TPE, TPE with repeats and skopt.
 
 Usage:
-    python benchmarks/decisions.py --seeds 20 [--landscapes win10 null] [--out docs/benchmark-decisions.md]
+    python benchmarks/decisions.py --seeds 30 --null-seeds 50 --jobs 2 [--landscapes win10 null] [--families rand-win]
+                                   [--strategies flagopt tpe] [--out docs/benchmark-decisions.md]
+    python benchmarks/decisions.py --quick          # flagopt alone, 3 seeds, shipped landscapes: for iteration
 
 Every strategy runs on the same simulated landscapes (``flagopt/workloads/landscapes.yaml``: drift by launch
-index, run noise, OOM regions); flagopt runs as the real ``StudyRunner`` on :class:`SimExecutor`. Prints a rich
-table and, with ``--out``, writes the markdown write-up.
+index, run noise, OOM regions, flaky infrastructure) and on held-out random landscapes this project does not ship
+(``benchmarks/_random_landscapes.py``: families rand-win, rand-below, rand-null, one landscape per seed); flagopt
+runs as the real ``StudyRunner`` on :class:`SimExecutor`. Seeds run in parallel (``--jobs`` processes, sqlite on
+/dev/shm). Prints rich tables and, with ``--out``, writes the markdown write-up.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
 import platform
 import shlex
@@ -19,9 +24,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` and ``flagopt`` importable from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -30,34 +39,105 @@ import optuna  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 
-from benchmarks._baselines import manual_protocol, optuna_search  # noqa: E402
+from benchmarks._baselines import (  # noqa: E402
+    Choice,
+    manual_protocol,
+    optuna_search,
+    skopt_search,
+    tpe_with_repeats,
+)
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
-from benchmarks._metrics import SeedResult, check_targets, summarise  # noqa: E402
-from benchmarks._write import markdown, rich_table, write_markdown  # noqa: E402
+from benchmarks._metrics import SeedResult, check_targets, repeated_failures, summarise  # noqa: E402
+from benchmarks._random_landscapes import FAMILIES, random_landscape  # noqa: E402
+from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E402
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 
-LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null")
+LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
+#: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
+NULL_LANDSCAPES = ("null", "rand-null")
+STRATEGIES = ("flagopt", "manual", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
+#: Workers start fresh (no fork of a process whose progress thread may hold a lock).
+SPAWN = multiprocessing.get_context("spawn")
 
 
-def run_seed(land: Landscape, seed: int, max_trials: int, scratch: Path) -> list[SeedResult]:
-    """Every strategy once on ``land`` with ``seed``; random and TPE get the runs flagopt used."""
+@dataclass(frozen=True)
+class Task:
+    """One seed of one landscape (shipped: ``name``; held-out: ``family``), every chosen strategy."""
+
+    name: str
+    seed: int
+    family: str = ""
+    strategies: tuple[str, ...] = STRATEGIES
+    max_trials: int = 60
+    space_options: dict[str, Any] = field(default_factory=dict)
+
+
+def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: float, elapsed: float) -> SeedResult:
+    detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} | {"elapsed_s": elapsed}
+    log = choice.detail.get("log") or []
+    ci = choice.detail.get("ci")
+    if strategy == "flagopt":
+        recommends = bool(choice.detail.get("winner"))
+        controls = sum(1 for r in log if r.control)
+    else:
+        recommends = bool(choice.settings)
+        controls = sum(1 for r in log if r.control) if strategy == "tpe-repeats" else None
+    return SeedResult(land.name, strategy, task.seed, choice.runs, land.true_gain(choice.settings), best,
+                      choice.claimed_gain, verdict=choice.detail.get("verdict") if strategy == "flagopt" else None,
+                      recommends=recommends, detail=detail, run_seconds=float(choice.detail.get("run_seconds", 0.0)),
+                      controls=controls, ci=tuple(ci) if ci else None, repeated_failures=repeated_failures(land, log),
+                      family=task.family)
+
+
+def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
+    """Every strategy of ``task`` once; the others get the runs flagopt used (``max_trials`` without flagopt).
+
+    Returns the results and notes (a strategy skipped, and why).
+    """
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+    folder = Path(tempfile.mkdtemp(prefix=f"{task.family or task.name}-{task.seed}-", dir=scratch))
+    land = random_landscape(task.family, task.seed, folder) if task.family else load_landscape(task.name)
     best = land.best().gain
-    folder = Path(tempfile.mkdtemp(prefix=f"{land.name}-{seed}-", dir=scratch))
-    ours = run_flagopt(land, seed, folder, max_trials=max_trials)
-    out = [SeedResult(land.name, "flagopt", seed, ours.runs, land.true_gain(ours.settings), best, ours.claimed_gain,
-                      verdict=ours.detail["verdict"], recommends=bool(ours.detail["winner"]), detail=ours.detail)]
-    for strategy, choice in (("manual", manual_protocol(land, seed)),
-                             ("random", optuna_search(land, seed, ours.runs, "random")),
-                             ("tpe", optuna_search(land, seed, ours.runs, "tpe"))):
-        out.append(SeedResult(land.name, strategy, seed, choice.runs, land.true_gain(choice.settings), best,
-                              choice.claimed_gain))
-    return out
+    out: list[SeedResult] = []
+    notes: list[str] = []
+    budget = task.max_trials
+    if "flagopt" in task.strategies:
+        started = time.perf_counter()
+        ours = run_flagopt(land, task.seed, folder / "flagopt", max_trials=task.max_trials,
+                           space_options=task.space_options or None)
+        out.append(_result(land, task, "flagopt", ours, best, time.perf_counter() - started))
+        budget = ours.runs
+    for strategy in task.strategies:
+        if strategy == "flagopt":
+            continue
+        started = time.perf_counter()
+        if strategy == "manual":
+            choice: Choice | None = manual_protocol(land, task.seed)
+        elif strategy in ("random", "tpe"):
+            choice = optuna_search(land, task.seed, budget, strategy)
+        elif strategy == "tpe-repeats":
+            choice = tpe_with_repeats(land, task.seed, budget)
+        else:
+            choice = skopt_search(land, task.seed, budget)
+            if choice is None:
+                notes.append("skopt skipped: scikit-optimize is not installed (pip install -e '.[bench]')")
+                continue
+        out.append(_result(land, task, strategy, choice, best, time.perf_counter() - started))
+    return out, notes
+
+
+def cpu_per_strategy(results: Sequence[SeedResult], strategies: Sequence[str]) -> str:
+    """Seconds each strategy took in its worker, summed over seeds (where a faster benchmark must cut)."""
+    spent = {s: sum(r.detail.get("elapsed_s", 0.0) for r in results if r.strategy == s) for s in strategies}
+    return ", ".join(f"{s} {v:.0f}" for s, v in spent.items())
 
 
 def machine() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{platform.machine()} {platform.system()} {platform.release()}, {cores} cores ({platform.processor() or 'cpu'})"
+    cpu = platform.processor() or "cpu"
+    return f"{platform.machine()} {platform.system()} {platform.release()}, {cores} cores ({cpu})"
 
 
 def commit() -> str:
@@ -68,48 +148,100 @@ def commit() -> str:
         return "unknown"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=20, help="seeds per landscape (default 20)")
+    parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--landscapes", nargs="+", default=list(LANDSCAPES), choices=LANDSCAPES)
+    parser.add_argument("--landscapes", nargs="*", default=None, choices=LANDSCAPES,
+                        help="shipped landscapes (default: all; none with an empty list)")
+    parser.add_argument("--families", nargs="*", default=None, choices=FAMILIES,
+                        help="held-out random families (default: all; none with an empty list)")
+    parser.add_argument("--held-out-seeds", type=int, default=None,
+                        help="landscapes (= seeds) per held-out family (default: --seeds)")
+    parser.add_argument("--null-seeds", type=int, default=None,
+                        help="seeds for null and rand-null (the null target needs >= 50; default: --seeds)")
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--max-trials", type=int, default=60, help="flagopt's stop.max_trials (default 60)")
+    parser.add_argument("--jobs", type=int, default=2, help="seeds run in parallel (processes, default 2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="flagopt alone, 3 seeds, shipped landscapes only (unless given explicitly)")
     parser.add_argument("--out", type=Path, help="write the markdown write-up here")
     args = parser.parse_args(argv)
+    given = set(sys.argv[1:] if argv is None else argv)
+    if args.quick:
+        if "--strategies" not in given:
+            args.strategies = ["flagopt"]
+        if "--seeds" not in given:
+            args.seeds = 3
+        if "--families" not in given:
+            args.families = []
+    args.landscapes = list(LANDSCAPES) if args.landscapes is None else args.landscapes
+    args.families = list(FAMILIES) if args.families is None else args.families
+    args.held_out_seeds = args.seeds if args.held_out_seeds is None else args.held_out_seeds
+    args.null_seeds = args.seeds if args.null_seeds is None else args.null_seeds
+    if args.jobs < 1:
+        parser.error(f"--jobs: must be at least 1, got {args.jobs}")
+    return args
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     logging.getLogger("optuna").setLevel(logging.WARNING)
-    console = Console() if sys.stdout.isatty() else Console(width=170)
-    lands = [load_landscape(name) for name in args.landscapes]
-    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    console = Console() if sys.stdout.isatty() else Console(width=260)
+    strategies = tuple(s for s in STRATEGIES if s in args.strategies)
+    count = {name: args.null_seeds if name in NULL_LANDSCAPES else args.seeds for name in args.landscapes}
+    count |= {family: args.null_seeds if family in NULL_LANDSCAPES else args.held_out_seeds
+              for family in args.families}
+    tasks = [Task(name, seed, "", strategies, args.max_trials) for name in args.landscapes
+             for seed in range(args.first_seed, args.first_seed + count[name])]
+    tasks += [Task(family, seed, family, strategies, args.max_trials) for family in args.families
+              for seed in range(args.first_seed, args.first_seed + count[family])]
     results: list[SeedResult] = []
+    notes: set[str] = set()
     started = time.time()
     scratch_root = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None  # sqlite on tmpfs: no fsync cost
     with tempfile.TemporaryDirectory(prefix="flagopt-bench-", dir=scratch_root) as scratch, Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=console) as bar:
-        task = bar.add_task("studies", total=len(lands) * len(seeds))
-        for land in lands:
-            for seed in seeds:
-                bar.update(task, description=f"{land.name} seed {seed}")
-                results.extend(run_seed(land, seed, args.max_trials, Path(scratch)))
-                bar.advance(task)
-            if not console.is_terminal:  # no live bar in a log: one line per landscape
-                console.print(f"{land.name}: {len(seeds)} seeds done at {time.time() - started:.0f} s")
+            console=console) as bar, ProcessPoolExecutor(max_workers=args.jobs, mp_context=SPAWN) as pool:
+        progress = bar.add_task("studies", total=len(tasks))
+        futures = {pool.submit(run_task, task, scratch): task for task in tasks}
+        done_per: dict[str, int] = {}
+        for future in as_completed(futures):
+            task = futures[future]
+            got, said = future.result()
+            results.extend(got)
+            notes.update(said)
+            bar.update(progress, advance=1, description=f"{task.name} seed {task.seed}")
+            done_per[task.name] = done_per.get(task.name, 0) + 1
+            expected = count[task.name]
+            if not console.is_terminal and done_per[task.name] == expected:  # no live bar in a log
+                console.print(f"{task.name}: {expected} seeds done at {time.time() - started:.0f} s")
     wall = time.time() - started
-    summaries = summarise(results)
-    checks = check_targets(summaries)
-    for table in rich_table(summaries, checks):
+    order = {name: i for i, name in enumerate([*args.landscapes, *args.families])}
+    results.sort(key=lambda r: (order[r.family or r.landscape], strategies.index(r.strategy), r.seed))
+    shipped = [r for r in results if not r.family]
+    held_out = [r for r in results if r.family]
+    checks = check_targets(shipped) if "flagopt" in strategies else []
+    held_checks = check_targets(held_out, by_family=True) if "flagopt" in strategies and held_out else []
+    for note in sorted(notes):
+        console.print(f"[yellow]{note}[/yellow]")
+    for table in rich_tables(summarise(shipped), summarise(held_out, by_family=True), checks, held_checks):
         console.print(table)
-    console.print(f"wall time {wall:.0f} s")
+    studies = len({(r.landscape, r.seed) for r in results})
+    console.print(f"wall time {wall:.0f} s ({studies} landscape-seeds, {len(results)} strategy runs, "
+                  f"--jobs {args.jobs}); CPU seconds per strategy: {cpu_per_strategy(results, strategies)}")
     if args.out:
         shown = ["python", "benchmarks/decisions.py", *(sys.argv[1:] if argv is None else argv)]
         meta = {"command": shlex.join(shown), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "machine": machine(), "wall": f"{wall:.0f} s ({len(results) // 4} flagopt studies)",
-                "commit": commit(),
-                "versions": f"python {platform.python_version()}, optuna {optuna.__version__}"}
-        descriptions = {land.name: land.description for land in lands}
-        write_markdown(args.out, lambda previous: markdown(summaries, checks, meta, descriptions, previous))
+                "machine": machine(),
+                "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs}; seconds per strategy: "
+                        f"{cpu_per_strategy(results, strategies)})",
+                "commit": commit(), "versions": f"python {platform.python_version()}, optuna {optuna.__version__}"}
+        descriptions = {name: load_landscape(name).description for name in args.landscapes}
+        write_markdown(args.out, lambda previous: markdown(
+            summarise(shipped), summarise(held_out, by_family=True), checks, held_checks, meta, descriptions,
+            sorted(notes), previous))
         console.print(f"wrote {args.out}")
     return 0
 

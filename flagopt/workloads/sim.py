@@ -8,6 +8,16 @@ unknown aborts at start with XLA's real message; an OOM region prints the real `
 exits 1. Drift follows the launch index, counted across processes in the file named by ``FLAGOPT_SIM_STATE``
 (``launch=<i>`` overrides it).
 
+A landscape with a ``flaky:`` section also fails for reasons no setting causes, each launch independently with the
+given probability, drawn from ``(seed, launch)``: ``nccl_init`` (NCCL bootstrap failure at the first collective,
+exit 1), ``coordination_timeout`` (the coordination service's heartbeat timeout, then XLA's abort), ``hang`` (the
+job stops printing steps after a few and sleeps until the runner's hang watchdog kills it) and ``sigterm_after``
+(every step printed, then the job dies of SIGTERM at teardown: exit 143).
+
+Landscapes come from ``landscapes.yaml`` next to this module, or from another file of the same schema named by the
+reserved argument ``landscapes=<path>`` or the environment variable ``FLAGOPT_SIM_LANDSCAPES`` (the benchmark's
+held-out random landscapes are written that way).
+
 The truth models are data (``landscapes.yaml``); the same model is usable in-process, so a benchmark can sample
 thousands of runs without processes.
 
@@ -23,12 +33,13 @@ import fcntl
 import itertools
 import math
 import os
+import resource
 import shlex
 import signal
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +52,17 @@ from flagopt.workloads import _emit
 Value = bool | int | float | str | None
 LANDSCAPES = Path(__file__).with_name("landscapes.yaml")
 TARGETS = ("xla", "env", "args")
-_RESERVED = {"landscape": "", "seed": "0", "steps": "15", "step_s": "0.0", "launch": ""}
+_RESERVED = {"landscape": "", "seed": "0", "steps": "15", "step_s": "0.0", "launch": "", "landscapes": ""}
+#: The environment variable naming another landscapes file (the ``landscapes=`` argument wins over it).
+LANDSCAPES_ENV = "FLAGOPT_SIM_LANDSCAPES"
+#: Infrastructure failures a ``flaky:`` section may give a probability per launch, in the order they are drawn.
+FLAKY_KINDS = ("nccl_init", "coordination_timeout", "hang", "sigterm_after")
+#: Seconds from process start to the first compile (imports, device and distributed initialisation).
+STARTUP_S = 20.0
+#: The JAX coordination service declares a task dead after 10 missed heartbeats of 10 s.
+HEARTBEAT_TIMEOUT_S = 100.0
+#: What the runner's hang watchdog waits by default (``failures.hang_min: 10``) when the caller does not say.
+DEFAULT_HANG_S = 600.0
 
 
 class SimulatedFailure(Exception):
@@ -95,6 +116,21 @@ class SimParam:
         else:
             values = [float(v) for v in np.linspace(self.low or 0.0, self.high or 0.0, 9)]
         return tuple(dict.fromkeys([*values, self.default]))
+
+    def candidates(self) -> tuple[Value, ...]:
+        """:meth:`grid` plus, for an int with a bubble, the integers around the bubble's continuous optimum.
+
+        The search space lets a sampler pick any integer (27 microbatches), so the true best must consider it:
+        the bubble factor is unimodal in the count, its optimum ``sqrt((stages - 1) / overhead)``.
+        """
+        values = list(self.grid())
+        bubble = (self.effect or {}).get("bubble")
+        if bubble and self.type == "int" and self.low is not None and self.high is not None:
+            peak = math.sqrt((float(bubble["stages"]) - 1.0) / float(bubble["overhead"]))
+            for v in (math.floor(peak), math.ceil(peak)):
+                if self.low <= v <= self.high:
+                    values.append(int(v))
+        return tuple(dict.fromkeys(values))
 
     def factor(self, value: Value) -> float:
         """Relative throughput factor of ``value`` under this param's effect (1.0 = no effect)."""
@@ -156,6 +192,8 @@ class Landscape:
     interactions: tuple[Mapping[str, Any], ...] = ()
     ooms: tuple[Mapping[str, Any], ...] = ()
     unknown_flags: frozenset[str] = frozenset()
+    flaky: Mapping[str, float] = field(default_factory=dict)
+    path: str = ""  # the landscapes file it was read from ("" = the shipped one)
 
     def resolve(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> dict[str, Value]:
         """Every param's value: defaults, then the deployed baseline (``on_baseline``), then ``settings``.
@@ -192,6 +230,11 @@ class Landscape:
         """Bytes the job fails to allocate for ``settings``, or ``None`` when it fits."""
         resolved = self.resolve(settings, on_baseline=on_baseline)
         return next((int(o["bytes"]) for o in self.ooms if _matches(o["when"], resolved)), None)
+
+    def oom_rule(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> int | None:
+        """Index (in ``oom:``) of the first OOM rule ``settings`` falls in, or ``None`` when it fits."""
+        resolved = self.resolve(settings, on_baseline=on_baseline)
+        return next((i for i, o in enumerate(self.ooms) if _matches(o["when"], resolved)), None)
 
     def check_flags(self, names: Iterable[str], tokens: Sequence[str] | None = None) -> None:
         """Raise the unknown-flag failure when any of ``names`` is one this landscape's jaxlib rejects."""
@@ -230,8 +273,34 @@ class Landscape:
             values[1] *= 0.985  # the first steady step still warms caches
         return [float(v) for v in values]
 
+    def infra_fault(self, seed: int, launch: int, stream: int = 0) -> str | None:
+        """The infrastructure failure (one of :data:`FLAKY_KINDS`) launch ``launch`` suffers, or ``None``.
+
+        Deterministic in ``(seed, launch, stream)`` and drawn from its own generator, so a landscape without a
+        ``flaky:`` section draws nothing and its noise is unchanged.
+
+        Example:
+            >>> land = load_landscape("flaky")
+            >>> land.infra_fault(0, 3) == land.infra_fault(0, 3)
+            True
+        """
+        if not self.flaky:
+            return None
+        draw = float(np.random.default_rng([seed, launch, 2, stream]).random())
+        edge = 0.0
+        for kind in FLAKY_KINDS:
+            edge += float(self.flaky.get(kind, 0.0))
+            if draw < edge:
+                return kind
+        return None
+
+    def hang_after(self, seed: int, launch: int, steps: int, stream: int = 0) -> int:
+        """How many step lines a hanging launch prints before it stops (at least 1, fewer than ``steps``)."""
+        rng = np.random.default_rng([seed, launch, 3, stream])
+        return int(rng.integers(1, max(steps, 2)))
+
     def best(self) -> Best:
-        """The true best configuration over every param's grid, excluding OOM regions (for regret).
+        """The true best configuration over every param's candidates, excluding OOM regions (for regret).
 
         Params outside every interaction and OOM condition are optimised one by one (their effects multiply);
         the coupled ones are enumerated jointly, so the answer is exact for the model.
@@ -241,12 +310,12 @@ class Landscape:
         for name in set(self.params) - coupled:
             param, current = self.params[name], chosen[name]
             # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
-            chosen[name] = max(param.grid(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
+            chosen[name] = max(param.candidates(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
         names = sorted(coupled)
         best_combo = tuple(chosen[n] for n in names)
         oom_now = any(_matches(o["when"], chosen) for o in self.ooms)
         best_key = -math.inf if oom_now else round(self._factor(chosen, names), 12)
-        for combo in itertools.product(*(self.params[n].grid() for n in names)):
+        for combo in itertools.product(*(self.params[n].candidates() for n in names)):
             trial = {**chosen, **dict(zip(names, combo, strict=True))}
             if any(_matches(o["when"], trial) for o in self.ooms):
                 continue
@@ -284,15 +353,46 @@ def _flatten(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def landscape_names(path: Path = LANDSCAPES) -> list[str]:
     """Names of the landscapes in ``path``."""
-    return list(yaml.safe_load(path.read_text()))
+    return list(yaml.safe_load(Path(path).read_text()))
 
 
-def load_landscape(name: str, path: Path = LANDSCAPES) -> Landscape:
-    """Read one landscape from ``landscapes.yaml`` (or ``path``)."""
+_CACHE: dict[tuple[str, int, str], Landscape] = {}
+
+
+def landscapes_path(option: str = "", env: Mapping[str, str] | None = None) -> Path:
+    """The landscapes file a job reads: ``landscapes=`` if given, else ``$FLAGOPT_SIM_LANDSCAPES``, else the shipped."""
+    chosen = option or (os.environ if env is None else env).get(LANDSCAPES_ENV, "")
+    return Path(chosen) if chosen else LANDSCAPES
+
+
+def load_landscape(name: str, path: Path | str = LANDSCAPES) -> Landscape:
+    """Read one landscape from ``landscapes.yaml`` (or ``path``); cached while the file is unchanged."""
+    path = Path(path)
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
+    except OSError as exc:
+        raise FlagoptError(str(path), "landscapes", f"cannot read the landscapes file: {exc.strerror}") from exc
+    if key not in _CACHE:
+        _CACHE[key] = _read_landscape(name, path)
+    return _CACHE[key]
+
+
+def _read_landscape(name: str, path: Path) -> Landscape:
     data = yaml.safe_load(path.read_text())
-    if name not in data:
-        raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {sorted(data)}")
-    d = data[name]
+    if not isinstance(data, dict) or name not in data:
+        known = sorted(data) if isinstance(data, dict) else []
+        raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {known}")
+    return landscape_from_data(name, data[name], path)
+
+
+def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LANDSCAPES) -> Landscape:
+    """A :class:`Landscape` from one entry of a landscapes file (``path`` is where it is, or will be, written)."""
+    path = Path(path)
+    flaky = {str(k): float(v) for k, v in (d.get("flaky") or {}).items()}
+    bad = sorted(set(flaky) - set(FLAKY_KINDS))
+    if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
+        raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
+                           f"{', '.join(FLAKY_KINDS)}; got {flaky}")
     params = {
         pname: SimParam(
             name=pname,
@@ -324,6 +424,8 @@ def load_landscape(name: str, path: Path = LANDSCAPES) -> Landscape:
         interactions=tuple(d.get("interactions") or ()),
         ooms=tuple(d.get("oom") or ()),
         unknown_flags=frozenset(d.get("unknown_flags") or ()),
+        flaky=flaky,
+        path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
     )
 
 
@@ -356,43 +458,125 @@ def _next_launch(state: str) -> int:
     return before
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one simulated job; returns its exit status (or dies of SIGABRT like an old jaxlib)."""
+@dataclass(frozen=True)
+class JobRun:
+    """What one simulated process does, before any printing: the subprocess and ``SimExecutor`` both replay it.
+
+    Attributes:
+        exit_code: shell-style status (0, 1, 134 = SIGABRT, 143 = SIGTERM); ignored while ``hangs``.
+        stdout: the step lines (each without its newline).
+        stderr: the failure text ("" for none).
+        fault: ``oom``, ``unknown_flag`` or one of :data:`FLAKY_KINDS`; ``None`` for a clean run.
+        step_seconds: the duration of each printed step (step 0 includes compilation).
+        seconds: how long the process lives, start to exit, not counting a hang's wait for the watchdog.
+        hangs: the process stops printing and sleeps until it is killed.
+    """
+
+    exit_code: int
+    stdout: tuple[str, ...] = ()
+    stderr: str = ""
+    fault: str | None = None
+    step_seconds: tuple[float, ...] = ()
+    seconds: float = 0.0
+    hangs: bool = False
+
+
+def parse_job_args(items: Sequence[str]) -> tuple[dict[str, str], dict[str, str]] | str:
+    """``key=value`` items -> (reserved options, workload args), or the error text for a malformed item."""
     opts, args = dict(_RESERVED), {}
-    for item in sys.argv[1:] if argv is None else argv:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            print(f"sim: argument {item!r} is not key=value", file=sys.stderr)
-            return _emit.RUNTIME_ERROR_EXIT_CODE
+            return f"sim: argument {item!r} is not key=value"
         (opts if key in _RESERVED else args)[key] = value
-    land = load_landscape(opts["landscape"])
-    xla, tokens = parse_xla_flags(os.environ.get("XLA_FLAGS", ""))
+    return opts, args
+
+
+def run_job(opts: Mapping[str, str], args: Mapping[str, str], env: Mapping[str, str], launch: int) -> JobRun:
+    """The sim job's whole logic for one launch: flags, environment and args in, what it prints and how it ends out.
+
+    Order of failures, as in a real job: an unknown flag (XLA start), an infrastructure failure at the first
+    collective (NCCL, coordination service), an OOM (allocation after compilation), then a hang during the steps
+    or a SIGTERM at teardown.
+    """
+    land = load_landscape(opts["landscape"], landscapes_path(opts.get("landscapes", ""), env))
+    xla, tokens = parse_xla_flags(env.get("XLA_FLAGS", ""))
     unknown_args = sorted(k for k in args if _target_of(land, k) != "args")
     if unknown_args:
-        print(f"sim: unknown workload argument(s) {unknown_args} for landscape {land.name}", file=sys.stderr)
-        return _emit.RUNTIME_ERROR_EXIT_CODE
-    env = {n: os.environ[n] for n, p in land.params.items() if p.target == "env" and n in os.environ}
-    settings = {**xla, **env, **args}
-    launch = int(opts["launch"]) if opts["launch"] else _launch_index()
-    rng = np.random.default_rng([int(opts["seed"]), launch])
+        return JobRun(_emit.RUNTIME_ERROR_EXIT_CODE,
+                      stderr=f"sim: unknown workload argument(s) {unknown_args} for landscape {land.name}")
+    env_settings = {n: env[n] for n, p in land.params.items() if p.target == "env" and n in env}
+    settings = {**xla, **env_settings, **args}
+    seed, steps = int(opts["seed"]), int(opts["steps"])
+    rng = np.random.default_rng([seed, launch])
+    fault = land.infra_fault(seed, launch)
     try:
         land.check_flags(xla, tokens)
-        values = land.sample_run(settings, launch, rng, int(opts["steps"]), on_baseline=False)
+        if fault == "nccl_init":
+            text = (_emit.nccl_init_error() + "\njaxlib.xla_extension.XlaRuntimeError: INTERNAL: NCCL operation "
+                    "ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled system error")
+            return JobRun(_emit.RUNTIME_ERROR_EXIT_CODE, stderr=text, fault=fault,
+                          seconds=STARTUP_S + land.compile_s)
+        if fault == "coordination_timeout":
+            text = (_emit.coordination_timeout() + "\nF0000 00:00:00.000000    1234 client.cc:1393] Terminating "
+                    "process because the JAX distributed service detected fatal errors. This most likely indicates "
+                    "that another task died; see the other task logs for more details.")
+            return JobRun(_emit.UNKNOWN_FLAG_EXIT_CODE_OLD, stderr=text, fault=fault,
+                          seconds=STARTUP_S + HEARTBEAT_TIMEOUT_S)
+        values = land.sample_run(settings, launch, rng, steps, on_baseline=False)
     except SimulatedFailure as failure:
-        print(failure.text, file=sys.stderr, flush=True)
-        if failure.exit_code == _emit.UNKNOWN_FLAG_EXIT_CODE_OLD:
-            os.kill(os.getpid(), signal.SIGABRT)
-        return failure.exit_code
+        started = STARTUP_S + (land.compile_s if failure.kind == "oom" else 0.0)
+        return JobRun(failure.exit_code, stderr=failure.text, fault=failure.kind, seconds=started)
     per_step = land.total_weights / land.devices
-    loss_rng = np.random.default_rng([int(opts["seed"]), launch, 1])
+    loss_rng = np.random.default_rng([seed, launch, 1])
+    lines, seconds = [], []
     for step, tokens_per_s in enumerate(values):
-        time.sleep(float(opts["step_s"]))
         loss = 2.3 + 8.5 * math.exp(-step / 6.0) + 0.01 * float(loss_rng.standard_normal())
-        line = _emit.step_line(
-            step, per_step / tokens_per_s, tokens_per_s * land.tflops_per_token, tokens_per_s, land.total_weights, loss
-        )
+        seconds.append(per_step / tokens_per_s)
+        lines.append(_emit.step_line(step, seconds[-1], tokens_per_s * land.tflops_per_token, tokens_per_s,
+                                     land.total_weights, loss))
+    if fault == "hang":
+        printed = land.hang_after(seed, launch, steps)
+        lines, seconds = lines[:printed], seconds[:printed]
+        return JobRun(0, tuple(lines), fault=fault, step_seconds=tuple(seconds),
+                      seconds=STARTUP_S + sum(seconds), hangs=True)
+    if fault == "sigterm_after":
+        return JobRun(_emit.SIGTERM_EXIT_CODE, tuple(lines), fault=fault, step_seconds=tuple(seconds),
+                      seconds=STARTUP_S + sum(seconds))
+    return JobRun(0, tuple(lines), step_seconds=tuple(seconds), seconds=STARTUP_S + sum(seconds))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one simulated job; returns its exit status (or dies of SIGABRT / SIGTERM, or hangs, like a real job)."""
+    parsed = parse_job_args(sys.argv[1:] if argv is None else argv)
+    if isinstance(parsed, str):
+        print(parsed, file=sys.stderr)
+        return _emit.RUNTIME_ERROR_EXIT_CODE
+    opts, args = parsed
+    launch = int(opts["launch"]) if opts["launch"] else _launch_index()
+    job = run_job(opts, args, os.environ, launch)
+    for line in job.stdout:
+        time.sleep(float(opts["step_s"]))
         print(line, flush=True)
-    return 0
+    if job.stderr:
+        print(job.stderr, file=sys.stderr, flush=True)
+    if job.hangs:
+        while True:  # like a stuck collective: only the runner's watchdog ends it
+            time.sleep(3600)
+    if job.exit_code in (_emit.UNKNOWN_FLAG_EXIT_CODE_OLD, _emit.SIGTERM_EXIT_CODE):
+        _die(job.exit_code - 128)
+    return job.exit_code
+
+
+def _die(sig: int) -> None:
+    """End by ``sig`` (SIGABRT, SIGTERM) as the real process does: Popen sees ``-sig``, a shell ``128 + sig``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an abort leaves no core file behind
+    signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+    time.sleep(5)  # the signal is delivered asynchronously
+    os._exit(128 + sig)
 
 
 def _target_of(land: Landscape, name: str) -> str | None:

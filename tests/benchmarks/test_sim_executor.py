@@ -15,14 +15,16 @@ from flagopt.logs import parse_steps
 
 SIM = (sys.executable, "-m", "flagopt.workloads.sim")
 AG = "xla_gpu_all_gather_combine_threshold_bytes"
+#: This checkout first: the job must run the code under test, not an installed copy.
+REPO = str(Path(__file__).resolve().parents[2])
 # Failure blocks carry the wall-clock time and pid of the process that printed them.
 _STAMP = re.compile(r"^\S+ \S+: ([WEF]) |^[WEF]\d{4} \S+\s+\d+ ", re.M)
 
 
 def subprocess_run(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NCCL_ALGO", "FLAGOPT_SIM_STATE")}
-    return subprocess.run([*SIM, *args], env={**clean, **env}, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run([*SIM, *args], env={**clean, **env, "PYTHONPATH": REPO}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def submit_n(executor: SimExecutor, n: int, argv: tuple[str, ...], env: dict[str, str | None], tmp_path: Path):

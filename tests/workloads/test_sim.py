@@ -18,13 +18,15 @@ from flagopt.workloads.sim import SimulatedFailure, landscape_names, load_landsc
 AG = "xla_gpu_all_gather_combine_threshold_bytes"
 OVERLAP = "xla_gpu_experimental_parallel_collective_overlap_limit"
 GiB = 2**30
+#: This checkout first: the job must run the code under test, not an installed copy.
+REPO = str(Path(__file__).resolve().parents[2])
 
 
 def run_sim(args: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "NCCL_PROTO", "FLAGOPT_SIM_STATE")}
     return subprocess.run(
         [sys.executable, "-m", "flagopt.workloads.sim", *args],
-        env={**clean, **env},
+        env={**clean, **env, "PYTHONPATH": REPO},
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -171,3 +173,45 @@ def test_drift_moves_the_mean_across_launches_via_the_state_file(tmp_path: Path)
     early = np.mean([np.mean(land.sample_run({}, 0, rng)[3:]) for _ in range(300)])
     late = np.mean([np.mean(land.sample_run({}, 59, rng)[3:]) for _ in range(300)])
     assert late / early - 1 == pytest.approx(land.drift_model["total"] * 59 / 60, abs=0.01)
+
+
+def test_issue_12_landscapes_have_their_defining_shapes() -> None:
+    mb = "num_pipeline_microbatches"
+    ppmb = load_landscape("ppmb")
+    assert 0.15 <= ppmb.true_gain({mb: 32}) <= 0.20  # the bubble is the largest effect
+    assert -0.06 <= ppmb.true_gain({AG: 1 * GiB}) <= -0.03  # an FSDP-helping threshold hurts a pipeline
+    best = ppmb.best()
+    assert best.settings[mb] == 32 and 0.20 <= best.gain <= 0.24 and best.gain > ppmb.true_gain({mb: 32}) + 0.02
+    pair = load_landscape("pair")
+    a, b = "xla_gpu_enable_pipelined_all_gather", "xla_gpu_enable_while_loop_double_buffering"
+    assert pair.true_gain({a: True}) <= 0.0 and pair.true_gain({b: True}) <= 0.0
+    assert pair.true_gain({a: True, b: True}) == pytest.approx(0.07, abs=0.005)
+    cliff = load_landscape("oomcliff")
+    peak = cliff.best().settings[AG]
+    assert cliff.oom_bytes({AG: peak}) is None and cliff.oom_bytes({AG: 2 * peak}) is not None
+    assert all(cliff.oom_bytes({flag: True}) for flag in ("xla_gpu_enable_pipelined_reduce_scatter",
+                                                          "xla_gpu_enable_while_loop_double_buffering"))
+    assert 0.06 <= load_landscape("flaky").true_gain({a: True}) <= 0.08
+    assert 0.035 <= load_landscape("below5").best().gain <= 0.045
+
+
+def test_a_landscape_from_another_file_by_argument_or_environment(tmp_path: Path) -> None:
+    other = tmp_path / "other.yaml"
+    text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
+    other.write_text(text.replace("\nwin10:", "\nmine:"))
+    by_arg = run_sim(["landscape=mine", f"landscapes={other}", "seed=1", "steps=4", "launch=0"], {}, tmp_path)
+    by_env = run_sim(["landscape=mine", "seed=1", "steps=4", "launch=0"],
+                     {"FLAGOPT_SIM_LANDSCAPES": str(other)}, tmp_path)
+    shipped = run_sim(["landscape=win10", "seed=1", "steps=4", "launch=0"], {}, tmp_path)
+    assert by_arg.returncode == by_env.returncode == 0, by_arg.stderr + by_env.stderr
+    assert by_arg.stdout == by_env.stdout == shipped.stdout
+    missing = run_sim(["landscape=mine", "seed=1", "launch=0"], {}, tmp_path)
+    assert missing.returncode != 0 and "unknown landscape 'mine'" in missing.stderr
+
+
+def test_a_bad_flaky_section_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
+    path.write_text(text.replace("flaky: {nccl_init: 0.03,", "flaky: {nccl_init: 0.9, oops: 0.1,"))
+    with pytest.raises(FlagoptError, match=r"flaky\.flaky"):
+        load_landscape("flaky", path)

@@ -1,0 +1,33 @@
+"""decisions.py end to end on one seed: every strategy runs, the write-up carries every section and keeps notes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from benchmarks.decisions import main, parse_args
+
+
+def test_quick_means_flagopt_alone_on_the_shipped_landscapes() -> None:
+    args = parse_args(["--quick"])
+    assert args.strategies == ["flagopt"] and args.seeds == 3 and args.families == []
+    assert "ppmb" in args.landscapes and "flaky" in args.landscapes
+    assert parse_args(["--quick", "--seeds", "5"]).seeds == 5
+    args = parse_args(["--seeds", "30", "--null-seeds", "50"])
+    assert (args.seeds, args.held_out_seeds, args.null_seeds) == (30, 30, 50)
+
+
+def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
+    out = tmp_path / "bench.md"
+    out.write_text("old\n<!-- notes -->\nkept by hand\n<!-- /notes -->\n")
+    code = main(["--seeds", "1", "--landscapes", "pair", "--families", "rand-below", "--jobs", "1",
+                 "--max-trials", "30", "--out", str(out)])
+    assert code == 0
+    text = out.read_text()
+    optional = ("skopt",) if importlib.util.find_spec("skopt") else ()  # the `bench` extra
+    if not optional:
+        assert "scikit-optimize is not installed" in text
+    for strategy in ("flagopt", "manual", "random", "tpe", "tpe-repeats", *optional):
+        assert f"| pair | {strategy} |" in text and f"| rand-below | {strategy} |" in text
+    assert "## Results: held-out random landscapes" in text and "## Targets (issue 12)" in text
+    assert "pair: win verdict" in text and "kept by hand" in text

@@ -1,0 +1,68 @@
+"""Held-out random landscapes: deterministic per seed, true to their family, and run like shipped ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks._random_landscapes import FAMILIES, random_landscape, random_landscape_data, write_landscapes
+from benchmarks._sim_executor import SimExecutor
+from benchmarks._spaces import space_data
+from flagopt.executors import TrialLaunch
+from flagopt.logs import parse_steps
+
+SEEDS = range(12)
+
+
+def test_the_same_seed_gives_the_same_landscape_and_another_seed_another() -> None:
+    for family in FAMILIES:
+        assert random_landscape_data(family, 5) == random_landscape_data(family, 5)
+        assert random_landscape_data(family, 5) != random_landscape_data(family, 6)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_landscape_meets_its_family_definition(family: str, tmp_path: Path) -> None:
+    kinds: set[str] = set()
+    for seed in SEEDS:
+        land = random_landscape(family, seed, tmp_path)
+        assert 4 <= len(land.params) <= 8 and 0.003 <= land.noise["run"] <= 0.01
+        assert 0.01 <= land.drift_model["total"] <= 0.04 and land.drift_model["launches"] == 80
+        kinds.update(p.type for p in land.params.values())
+        best = land.best()
+        assert land.oom_bytes(best.settings, on_baseline=False) is None
+        if family == "rand-win":
+            assert best.gain >= 0.06
+        elif family == "rand-below":
+            assert 0.025 <= best.gain <= 0.045
+        else:
+            for name, param in land.params.items():
+                for value in param.grid():
+                    if land.oom_bytes({name: value}) is None:
+                        assert abs(land.true_gain({name: value})) < 0.003
+            assert all(abs(i["gain"]) < 0.003 for i in land.interactions)
+    assert {"int", "bool", "categorical"} <= kinds  # mixed types across the family
+
+
+def test_the_families_carry_the_structures_they_promise(tmp_path: Path) -> None:
+    lands = [random_landscape(f, s, tmp_path) for f in ("rand-win", "rand-below") for s in range(30)]
+    assert any(land.interactions for land in lands) and any(not land.interactions for land in lands)
+    assert any(i["gain"] < 0 for land in lands for i in land.interactions)  # a sign flip
+    assert any(land.ooms for land in lands)
+    assert any("bubble" in (p.effect or {}) for land in lands for p in land.params.values())
+
+
+def test_a_held_out_landscape_runs_through_the_space_command_like_a_shipped_one(tmp_path: Path) -> None:
+    path = tmp_path / "held.yaml"
+    name = write_landscapes(path, [("rand-win", 2)])[0]
+    land = random_landscape("rand-win", 2, tmp_path / "again")
+    command = space_data(land, 0)["command"]
+    assert f"landscape={name}" in command and any(c.startswith("landscapes=") for c in command)
+    argv = tuple("python" if c == "{python}" else c for c in command)
+    executor = SimExecutor(tmp_path / "jobs", base_env={})
+    outcome = executor.submit(TrialLaunch(argv, {}, str(tmp_path), str(tmp_path / "t"))).result().rank0
+    steps = parse_steps(Path(outcome.log_path).read_text())
+    assert outcome.exit_code == 0 and len(steps) == 15
+    expected = land.sample_run({}, 0, np.random.default_rng([0, 0]))
+    assert [s.value for s in steps] == pytest.approx(expected, rel=1e-6)
