@@ -8,7 +8,7 @@ from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
+from flagopt.study import Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -85,9 +85,11 @@ def run(args: argparse.Namespace) -> int:
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
     prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     executor, in_flight = make_executor(space, args.storage)
+    from flagopt.dashboard import LiveView
+    progress = Progress(out, quiet=args.quiet)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
-                         max_in_flight=in_flight, progress=Progress(out, quiet=args.quiet),
+                         max_in_flight=in_flight, progress=Observers(LiveView(progress.note), progress),
                          default_of=_registry_default(), preflight_excluded=tuple(excluded))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
               f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")

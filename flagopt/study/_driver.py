@@ -27,6 +27,7 @@ from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._lock import StudyLock
 from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
+from flagopt.study._observer import StudyObserver
 from flagopt.study._progress import Progress
 from flagopt.study._storage import open_storage, prepare_storage, storage_url, study_folder
 
@@ -77,7 +78,7 @@ class StudyRunner:
     detach: bool = False
     rebaseline: bool = False
     max_in_flight: int = 1
-    progress: Progress = field(default_factory=Progress)
+    progress: StudyObserver = field(default_factory=Progress)  # where the run reports (console, live view...)
     default_of: Callable[[str], Any] | None = None
     preflight_excluded: tuple[str, ...] = ()
     poll_s: float = 0.5
@@ -168,18 +169,8 @@ class StudyRunner:
         if verdict is not None and verdict.reason != "stopped":
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
         self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
-        self._refresh_live_view()
-        self.progress.verdict(verdict)
+        self.progress.verdict(self.study, verdict)
         return verdict
-
-    def _refresh_live_view(self) -> None:
-        """Keep optuna-dashboard's note and figures current (a no-op without optuna-dashboard)."""
-        from flagopt.dashboard import update_live_view
-
-        try:
-            update_live_view(self.study)
-        except Exception as exc:  # a display problem must never stop a study
-            self.progress.note(f"dashboard note not updated: {exc}")
 
     def _budget_spent(self) -> bool:
         return self.n_trials is not None and self.launched >= self.n_trials
@@ -282,7 +273,7 @@ class StudyRunner:
         self._set_attrs(trial, {"job_id": job.job_id})
         self.running.append(Running(plan, trial, job, launch, submitted_at))
         self.launched += 1
-        self.progress.started(trial.number, plan, job.job_id)
+        self.progress.launched(trial.number, plan, job.job_id)
 
     def _launch_spec(self, rendered: RenderedTrial, trial_dir: Path) -> TrialLaunch:
         f = self.space.failures
@@ -320,7 +311,7 @@ class StudyRunner:
             if self._stop_requested and not self.detach:
                 for run in self.running:
                     run.job.cancel()
-            self.progress.tick(first.trial.number, first.launch.trial_dir, last, self._best())
+            self.progress.waiting(first.trial.number, first.launch.trial_dir, last, self._best())
             time.sleep(self.poll_s)
 
     def _check_pinned_nodes(self) -> None:
@@ -372,8 +363,7 @@ class StudyRunner:
             collected.attrs.setdefault("failure_reason", f"cancelled ({self._stop_requested})")
         self._tell(run.trial, run.plan, collected)
         self._cached_arms = self._arms()
-        self._refresh_live_view()
-        self.progress.finished(run.trial.number, run.plan, collected)
+        self.progress.told(self.study, run.trial.number, run.plan, collected)
 
     def _tell(self, trial: optuna.trial.Trial, plan: Plan, collected: Collected) -> None:
         attrs = dict(collected.attrs)
