@@ -36,8 +36,8 @@ class StudyObserver:
     def launched(self, number: int, plan: Plan, job_id: str) -> None:
         """Trial ``number`` was submitted as job ``job_id``."""
 
-    def waiting(self, number: int, trial_dir: str, last_step: int, best: str) -> None:
-        """The driver polls while trial ``number`` (the oldest in flight) runs; ``best`` is the best arm so far."""
+    def waiting(self, number: int, trial_dir: str, final_step: int, best: str) -> None:
+        """The driver polls while trial ``number`` (the oldest in flight) runs to ``final_step``; ``best``: the best arm so far."""
 
     def told(self, study: optuna.Study, number: int, plan: Plan, collected: Collected) -> None:
         """Trial ``number`` ended and its result is stored on ``study``."""
@@ -67,9 +67,9 @@ class Observers(StudyObserver):
         for o in self.observers:
             o.launched(number, plan, job_id)
 
-    def waiting(self, number: int, trial_dir: str, last_step: int, best: str) -> None:
+    def waiting(self, number: int, trial_dir: str, final_step: int, best: str) -> None:
         for o in self.observers:
-            o.waiting(number, trial_dir, last_step, best)
+            o.waiting(number, trial_dir, final_step, best)
 
     def told(self, study: optuna.Study, number: int, plan: Plan, collected: Collected) -> None:
         for o in self.observers:

@@ -50,7 +50,7 @@ class Progress(StudyObserver):
         label = plan.config.profile if plan.kind != "sampled" else "sampled"
         self.note(f"trial {number} [bold]{label}[/bold] ({plan.reason}) job {job_id}")
 
-    def waiting(self, number: int, trial_dir: str, last_step: int, best: str) -> None:
+    def waiting(self, number: int, trial_dir: str, final_step: int, best: str) -> None:
         if self._status is None:
             return
         try:
@@ -63,7 +63,7 @@ class Progress(StudyObserver):
         if self._durations:
             mean = sum(self._durations) / len(self._durations)
             eta = f" · ETA {max(0.0, mean - elapsed):.0f} s"
-        self._status.update(f"trial {number} · step {'-' if step is None else step}/{last_step} · "
+        self._status.update(f"trial {number} · step {'-' if step is None else step}/{final_step} · "
                             f"{elapsed:.0f} s{eta} · best {best}")
 
     def told(self, study: optuna.Study, number: int, plan: Plan, collected: Collected) -> None:

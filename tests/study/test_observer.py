@@ -60,3 +60,22 @@ def test_run_keeps_the_dashboard_live_view_current(write_space, storage):
     assert main(["run", "--space", str(write_space(SPACE)), "--storage", storage, "--no-preflight", "--quiet"]) == 0
     note = optuna_dashboard.get_note(optuna.load_study(study_name="observed", storage=storage))
     assert note.startswith(NOTE_TITLE) and "**Verdict (" in note
+
+
+def test_the_console_observer_shows_the_step_of_the_trial_in_flight(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from flagopt.space import TrialConfig
+    from flagopt.study import Plan, Progress
+
+    progress = Progress(Console(file=io.StringIO(), force_terminal=True))
+    progress.launched(4, Plan(TrialConfig("profile", "a"), "profile", "profile a"), "job-1")
+    (tmp_path / "rank0.log").write_text("completed step: 6, seconds: 0.1\ncompleted step: 7, seconds: 0.1\n")
+    progress.waiting(4, str(tmp_path), 20, "a +1.0%")
+    try:
+        assert str(progress._status.status).startswith("trial 4 · step 7/20 · ")
+        assert str(progress._status.status).endswith("· best a +1.0%")
+    finally:
+        progress.close()
