@@ -8,7 +8,8 @@ Example:
 from __future__ import annotations
 
 from flagopt.study._arms import Arm, arms_of
-from flagopt.study._driver import PinnedNodesDown, StudyRunner, write_trial_files
+from flagopt.study._driver import StudyRunner
+from flagopt.study._launching import PinnedNodesDown, write_trial_files
 from flagopt.study._leaderboard import leaderboard, settings_text
 from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._planner import Plan, Planner, Verdict
