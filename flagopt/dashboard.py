@@ -20,8 +20,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server as
 import optuna
 
 from flagopt.errors import FlagoptError
-from flagopt.report import StudyData, cell, code, draw, failures_of, figure_data, rows_of, study_data_of
-from flagopt.study import StudyObserver, open_storage
+from flagopt.report import cell, code, draw, failures_of, figure_data, rows_of
+from flagopt.study import StudyData, StudyObserver, open_storage, study_data_of
 
 #: figures registered on the study (stable ids, so each update replaces the previous version)
 FIGURE_IDS = {"gains": "flagopt-gains", "timeline": "flagopt-timeline", "steps": "flagopt-steps"}
