@@ -48,12 +48,7 @@ def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]
     folder = study_folder(storage, space.name) / "jobs"
     if space.executor.kind == "slurm":
         from flagopt.executors import SlurmExecutor, SlurmSettings
-        spec = space.executor.slurm
-        settings = SlurmSettings(partition=spec.partition, nodelist=spec.nodelist, nodes=spec.nodes,
-                                 tasks_per_node=spec.tasks_per_node, gpus_per_node=spec.gpus_per_node,
-                                 cpus_per_task=spec.cpus_per_task, time_min=spec.time_min, account=spec.account,
-                                 qos=spec.qos, exclusive=spec.exclusive, additional=dict(spec.additional),
-                                 pending_deadline_s=spec.pending_deadline_min * 60)
+        settings = SlurmSettings.of(space.executor.slurm)
         # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
         return SlurmExecutor(folder, settings), 2
     from flagopt.executors import LocalExecutor
