@@ -9,7 +9,7 @@ import math
 from rich.table import Table
 
 from flagopt.cli._common import add_storage, console
-from flagopt.study import is_nan, study_data
+from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -17,6 +17,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("study")
     add_storage(p)
     p.add_argument("--json", action="store_true", help="machine-readable rows")
+    p.add_argument("--wide", action="store_true",
+                   help="the full flags each configuration sets (default: short names, e.g. ag_threshold=1.4 MiB)")
     p.set_defaults(handler=run)
 
 
@@ -34,9 +36,15 @@ def run(args: argparse.Namespace) -> int:
                          ("step (s)", "right"), ("Δ%", "right"), ("95% CI", "right"), ("verdict", "left"),
                          ("runs", "right"), ("status", "left")):
         table.add_column(col, justify=justify, overflow="fold")
+    settings_of = {a.first.number: a.first.attrs.get("settings") for a in data.arms if a.kind != "baseline-no-env"}
+    names = param_names(data.space)
+    short = short_flag_names(k for s in settings_of.values() for g in ("xla", "libtpu") for k in (s or {}).get(g) or {})
     for row in frame.itertuples():
+        flags = str(row.flags)
+        if not args.wide and row.trial in settings_of:
+            flags = compact_settings(settings_of[row.trial], names, short)
         ci = "" if is_nan(row.ci_lo_pct) else f"[{row.ci_lo_pct:+.2f}, {row.ci_hi_pct:+.2f}]"
-        table.add_row(str(row.trial), str(row.profile), str(row.flags)[:80],
+        table.add_row(str(row.trial), str(row.profile), flags,
                       "" if is_nan(row.steady) else f"{row.steady:,.1f}", "" if is_nan(row.step_s) else f"{row.step_s:.3f}",
                       "" if is_nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict), str(row.runs),
                       str(row.status) + (f" ({row.failure})" if row.failure else ""))

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     except PinnedNodesDown:
         # the study so far (and its node-down verdict) before the one error line that names the node
         from flagopt.cli._leaderboard import run as print_leaderboard
-        print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False))
+        print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False, wide=False))
         raise
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {args.storage}" if args.storage else ""))
