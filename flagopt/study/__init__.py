@@ -12,7 +12,7 @@ from __future__ import annotations
 from flagopt.study._arms import Arm, arms_of
 from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
-from flagopt.study._leaderboard import compact_settings, human_bytes, leaderboard, param_names, settings_text, short_flag_names
+from flagopt.study._leaderboard import compact_settings, leaderboard, param_names, settings_text, short_flag_names
 from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._planner import Plan, Planner, Verdict
 from flagopt.study._progress import Progress
@@ -23,7 +23,7 @@ from flagopt.study._storage import DEFAULT_STORAGE, artifacts_root, load_study, 
 __all__ = [
     "DEFAULT_STORAGE", "Arm", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
     "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history", "artifacts_root",
-    "compact_settings", "history", "human_bytes", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
+    "compact_settings", "history", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
     "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "study_data",
     "study_data_of", "study_folder", "write_trial_files",
 ]

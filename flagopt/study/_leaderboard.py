@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from flagopt.evidence import human_bytes
 from flagopt.space import NoiseSpec
 from flagopt.study._arms import arms_of
 from flagopt.study._records import BASELINE, RunRecord
@@ -75,21 +76,6 @@ def short_flag_names(flags: Iterable[str]) -> dict[str, str]:
                 break
         out[flag] = "_".join(tail)
     return out
-
-
-def human_bytes(n: int) -> str:
-    """``1468006`` -> ``1.4 MiB`` (powers of 1024, three significant digits).
-
-    Example:
-        >>> human_bytes(1468006), human_bytes(268435456), human_bytes(8589934592), human_bytes(512)
-        ('1.4 MiB', '256 MiB', '8 GiB', '512 B')
-    """
-    value, unit = float(n), "B"
-    for bigger in ("KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024:
-            break
-        value, unit = value / 1024, bigger
-    return f"{value:.3g} {unit}"
 
 
 def compact_settings(settings: dict[str, Any] | None, names: Mapping[tuple[str, str], str] | None = None,
