@@ -12,23 +12,7 @@ from typing import Any
 import yaml
 
 from flagopt.errors import FlagoptError
-from flagopt.failure_classes import (  # noqa: F401  (re-exported: failures' face and ``_signatures as s``)
-    BENIGN_EXIT,
-    CANCELLED,
-    COORDINATION_TIMEOUT,
-    CRASH,
-    FAILURE_CLASSES,
-    HANG,
-    INCOMPLETE,
-    NCCL_INIT,
-    NODE_FAILURE,
-    NUMERICS_DRIFT,
-    NUMERICS_NAN,
-    OOM,
-    PREEMPTION,
-    TIME_LIMIT,
-    UNKNOWN_FLAG,
-)
+from flagopt.failure_classes import FAILURE_CLASSES
 
 
 @dataclass(frozen=True)
