@@ -1,7 +1,7 @@
 """optuna-dashboard on the study storage, plus flagopt's live view: a study note and registered figures.
 
-The driver calls :func:`update_live_view` after every trial so the dashboard shows the leaderboard, the
-verdict and the failures as the study goes, next to Optuna's own plots.
+``flagopt run`` wires :class:`LiveView` to the driver's events, so :func:`update_live_view` runs after every trial
+and the dashboard shows the leaderboard, the verdict and the failures as the study goes, next to Optuna's own plots.
 
 Example:
     >>> server = make_server("sqlite:///studies/flagopt.db", port=8080)  # doctest: +SKIP
@@ -20,8 +20,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server as
 import optuna
 
 from flagopt.errors import FlagoptError
-from flagopt.report import StudyData, cell, code, draw, failures_of, figure_data, rows_of, study_data_of
-from flagopt.study import open_storage
+from flagopt.report import cell, code, draw, failures_of, figure_data, rows_of
+from flagopt.study import StudyData, StudyObserver, open_storage, study_data_of
 
 #: figures registered on the study (stable ids, so each update replaces the previous version)
 FIGURE_IDS = {"gains": "flagopt-gains", "timeline": "flagopt-timeline", "steps": "flagopt-steps"}
@@ -71,6 +71,28 @@ def update_live_view(study: optuna.Study) -> None:
     figures = draw(figure_data(data))
     for key, graph_id in FIGURE_IDS.items():
         optuna_dashboard.save_plotly_graph_object(study, figures[key], graph_object_id=graph_id)
+
+
+class LiveView(StudyObserver):
+    """The study observer that keeps optuna-dashboard's note and figures current (a no-op without optuna-dashboard).
+
+    ``note`` hears a display problem, which never stops a study.
+    """
+
+    def __init__(self, note: Callable[[str], None]) -> None:
+        self._note = note
+
+    def _refresh(self, study: optuna.Study) -> None:
+        try:
+            update_live_view(study)
+        except Exception as exc:  # a display problem must never stop a study
+            self._note(f"dashboard note not updated: {exc}")
+
+    def told(self, study: optuna.Study, number: int, plan: Any, collected: Any) -> None:
+        self._refresh(study)
+
+    def verdict(self, study: optuna.Study, verdict: Any) -> None:
+        self._refresh(study)
 
 
 class _QuietHandler(WSGIRequestHandler):

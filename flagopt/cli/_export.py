@@ -9,7 +9,7 @@ from pathlib import Path
 from flagopt.cli._common import add_storage
 from flagopt.errors import FlagoptError
 from flagopt.export import FORMATS, build_export, render
-from flagopt.report import study_data
+from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:

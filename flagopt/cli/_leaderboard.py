@@ -9,8 +9,7 @@ import math
 from rich.table import Table
 
 from flagopt.cli._common import add_storage, console
-from flagopt.space import NoiseSpec
-from flagopt.study import current_history, leaderboard, load_study
+from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -18,20 +17,14 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("study")
     add_storage(p)
     p.add_argument("--json", action="store_true", help="machine-readable rows")
+    p.add_argument("--wide", action="store_true",
+                   help="the full flags each configuration sets (default: short names, e.g. ag_threshold=1.4 MiB)")
     p.set_defaults(handler=run)
 
 
-def frame_for(study_name: str, storage: str | None):
-    study = load_study(storage, study_name)
-    metric = study.user_attrs.get("metric") or {}
-    raw_noise = (study.user_attrs.get("flagopt.space") or {}).get("noise") or {}
-    noise = NoiseSpec(**{k: v for k, v in raw_noise.items() if k in NoiseSpec.__dataclass_fields__ and k != "baseline_every"})
-    frame = leaderboard(current_history(study), noise, metric.get("direction", "maximize"), tuple(metric.get("window", (9, 14))))
-    return study, frame
-
-
 def run(args: argparse.Namespace) -> int:
-    study, frame = frame_for(args.study, args.storage)
+    data = study_data(args.storage, args.study)
+    frame = data.frame
     out = console()
     if args.json:
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
@@ -43,18 +36,20 @@ def run(args: argparse.Namespace) -> int:
                          ("step (s)", "right"), ("Δ%", "right"), ("95% CI", "right"), ("verdict", "left"),
                          ("runs", "right"), ("status", "left")):
         table.add_column(col, justify=justify, overflow="fold")
+    settings_of = {a.first.number: a.first.attrs.get("settings") for a in data.arms if a.kind != "baseline-no-env"}
+    names = param_names(data.space)
+    short = short_flag_names(k for s in settings_of.values() for g in ("xla", "libtpu") for k in (s or {}).get(g) or {})
     for row in frame.itertuples():
-        ci = "" if _nan(row.ci_lo_pct) else f"[{row.ci_lo_pct:+.2f}, {row.ci_hi_pct:+.2f}]"
-        table.add_row(str(row.trial), str(row.profile), str(row.flags)[:80],
-                      "" if _nan(row.steady) else f"{row.steady:,.1f}", "" if _nan(row.step_s) else f"{row.step_s:.3f}",
-                      "" if _nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict), str(row.runs),
+        flags = str(row.flags)
+        if not args.wide and row.trial in settings_of:
+            flags = compact_settings(settings_of[row.trial], names, short)
+        ci = "" if is_nan(row.ci_lo_pct) else f"[{row.ci_lo_pct:+.2f}, {row.ci_hi_pct:+.2f}]"
+        table.add_row(str(row.trial), str(row.profile), flags,
+                      "" if is_nan(row.steady) else f"{row.steady:,.1f}", "" if is_nan(row.step_s) else f"{row.step_s:.3f}",
+                      "" if is_nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict), str(row.runs),
                       str(row.status) + (f" ({row.failure})" if row.failure else ""))
     out.print(table)
-    verdict = study.user_attrs.get("flagopt.verdict")
+    verdict = data.verdict
     if verdict:
         out.print(f"verdict ({verdict['reason']}): {verdict['message']}")
     return 0
-
-
-def _nan(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))

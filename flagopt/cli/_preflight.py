@@ -1,73 +1,20 @@
-"""The pre-flight flag check shared by ``validate --preflight`` and ``run``.
-
-Every flag value the space can produce is tried against the installed XLA before any job is submitted: the
-deployed baseline, baseline-no-env, every profile, and the params' values (set k holds the k-th value of every
-param, so the number of XLA starts is the longest choice list, not the product of all of them).
-"""
+"""Print the pre-flight shared by ``validate --preflight`` and ``run`` (the check itself: ``flagopt.flags``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from rich.console import Console
 
-from flagopt.errors import SpaceError
-from flagopt.flags import FlagRegistry, PreflightReport, preflight
-from flagopt.render import baseline_configs, render
-from flagopt.space import Param, Space, TrialConfig
-
-
-@dataclass(frozen=True)
-class SpacePreflight:
-    report: PreflightReport
-    labels: dict[tuple[str, ...], str]
-    rejected: dict[str, str] = field(default_factory=dict)  # token -> what to do about it
-
-    def rejected_in(self, label: str) -> list[str]:
-        return [c.flag for s in self.report.sets if not s.ok and self.labels.get(s.flags) == label for c in s.problems]
-
-
-def _param_values(p: Param) -> list[object]:
-    if p.choices is not None:
-        return list(p.choices)
-    low, high = p.low, p.high
-    return [int(low), int(high)] if p.type == "int" else [low, high]
-
-
-def flag_sets(space: Space) -> dict[tuple[str, ...], str]:
-    """Rendered XLA_FLAGS token sets to check, each with a label for the report."""
-    default_of = FlagRegistry.load().default
-    sets: dict[tuple[str, ...], str] = {}
-    for config in (*baseline_configs(space), *space.profiles):
-        tokens = tuple(render(space, config, inherited={}, default_of=default_of).xla_flags.split())
-        sets.setdefault(tokens, config.profile)
-    xla_params = [p for p in space.params if p.target == "xla"]
-    for k in range(max((len(_param_values(p)) for p in xla_params), default=0)):
-        chosen = [(p.key, _param_values(p)[k]) for p in xla_params if k < len(_param_values(p))]
-        tokens = tuple(render(space, TrialConfig("sampled", "sampled", xla=tuple(chosen)), inherited={}).xla_flags.split())
-        sets.setdefault(tokens, f"params (value set {k + 1})")
-    return sets
-
-
-def check_space(space: Space) -> SpacePreflight:
-    labels = flag_sets(space)
-    report = preflight(list(labels))
-    rejected = {c.flag: c.message for c in report.problems} if report.status == "failed" else {}
-    return SpacePreflight(report, labels, rejected)
+from flagopt.flags import SpacePreflight, check_space, require_baselines_start, unchecked_libtpu
+from flagopt.space import Space
 
 
 def run_preflight(space: Space, out: Console, *, before_run: bool = False) -> SpacePreflight:
     """Print the pre-flight; raise when the baseline itself cannot start (no trial could be scored)."""
     result = check_space(space)
     out.print(result.report.summary())
-    if any(p.target == "libtpu" for p in space.params) or space.baseline.libtpu_flags:
+    if unchecked_libtpu(space):
         out.print("pre-flight: LIBTPU_INIT_ARGS flags are not checked (libtpu only parses them on a TPU host)")
-    for label in ("baseline-deployed", "baseline-no-env"):
-        bad = result.rejected_in(label)
-        if bad:
-            raise SpaceError(str(space.source), "baseline",
-                             f"{label} cannot start: the installed XLA rejects {', '.join(bad)} "
-                             f"({result.rejected[bad[0]]}); fix the deployed flags or baseline.defaults")
+    require_baselines_start(space, result)
     if result.rejected and before_run:
         out.print("these values are excluded from the study (profiles using them are recorded as invalid, "
                   "the sampler never proposes them): " + ", ".join(sorted(result.rejected)))

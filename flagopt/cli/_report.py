@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from flagopt.cli._common import add_storage
-from flagopt.report import study_data, write_report
+from flagopt.report import write_report
+from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
+from flagopt.study import Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -48,12 +48,7 @@ def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]
     folder = study_folder(storage, space.name) / "jobs"
     if space.executor.kind == "slurm":
         from flagopt.executors import SlurmExecutor, SlurmSettings
-        spec = space.executor.slurm
-        settings = SlurmSettings(partition=spec.partition, nodelist=spec.nodelist, nodes=spec.nodes,
-                                 tasks_per_node=spec.tasks_per_node, gpus_per_node=spec.gpus_per_node,
-                                 cpus_per_task=spec.cpus_per_task, time_min=spec.time_min, account=spec.account,
-                                 qos=spec.qos, exclusive=spec.exclusive, additional=dict(spec.additional),
-                                 pending_deadline_s=spec.pending_deadline_min * 60)
+        settings = SlurmSettings.of(space.executor.slurm)
         # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
         return SlurmExecutor(folder, settings), 2
     from flagopt.executors import LocalExecutor
@@ -85,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
     prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     executor, in_flight = make_executor(space, args.storage)
+    from flagopt.dashboard import LiveView
+    progress = Progress(out, quiet=args.quiet)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
-                         max_in_flight=in_flight, progress=Progress(out, quiet=args.quiet),
+                         max_in_flight=in_flight, progress=Observers(LiveView(progress.note), progress),
                          default_of=_registry_default(), preflight_excluded=tuple(excluded))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
               f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")
@@ -96,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     except PinnedNodesDown:
         # the study so far (and its node-down verdict) before the one error line that names the node
         from flagopt.cli._leaderboard import run as print_leaderboard
-        print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False))
+        print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False, wide=False))
         raise
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {args.storage}" if args.storage else ""))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from flagopt.cli._common import add_storage, console
-from flagopt.report import study_data, study_status
+from flagopt.report import study_status
+from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:

@@ -12,8 +12,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import submitit
@@ -23,42 +22,35 @@ from flagopt.errors import FlagoptError, StudyError
 from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, run_trial
 from flagopt.executors._slurm_query import DONE_STATES, SlurmJobInfo, SlurmUnavailable, query_job, run_slurm
+from flagopt.space import SlurmSpec
 
 #: A trial with no timeout of its own still needs a Slurm limit: submitit would otherwise impose 5 minutes.
 _NO_TIMEOUT_LIMIT_MIN = 24 * 60
 
 
 @dataclass(frozen=True)
-class SlurmSettings:
-    """Where and how trials run on Slurm.
+class SlurmSettings(SlurmSpec):
+    """Where and how trials run on Slurm: the space's :class:`flagopt.space.SlurmSpec` plus the executor's own knobs.
 
-    Attributes:
-        partition, account, qos: passed to sbatch when set.
-        nodelist: pin every trial to these nodes (``node[1-2]``), so trials are compared on the same hardware.
-        nodes, tasks_per_node: one :func:`run_trial` per task; rank 0's log is the metric source.
-        gpus_per_node, cpus_per_task: resources per node / task when set.
-        time_min: the Slurm time limit; by default the trial's timeout plus ``time_margin_s``.
-        exclusive: no other job shares the nodes (noise).
-        additional: extra sbatch parameters (``{"constraint": "h100"}``); they win over everything above.
-        pending_deadline_s: a job still PENDING this long after submission is cancelled and reported.
+    Attributes (besides the spec's ``partition``, ``account``, ``qos``, ``nodelist``, ``nodes``,
+    ``tasks_per_node``, ``gpus_per_node``, ``cpus_per_task``, ``time_min``, ``exclusive``, ``additional``,
+    ``pending_deadline_min``):
+        pending_deadline_s: a job still PENDING this long after submission is cancelled and reported; by default
+            the spec's ``pending_deadline_min``.
         time_margin_s: added to the trial's timeout for the Slurm limit; the trial's own watchdog fires first.
     """
 
-    partition: str | None = None
-    nodelist: str | None = None
-    nodes: int = 1
-    tasks_per_node: int = 1
-    gpus_per_node: int | None = None
-    cpus_per_task: int | None = None
-    time_min: int | None = None
-    account: str | None = None
-    qos: str | None = None
-    exclusive: bool = True
-    additional: Mapping[str, str] = field(default_factory=dict)
-    pending_deadline_s: float = 600.0
+    pending_deadline_s: float | None = None
     time_margin_s: float = 120.0
 
+    @classmethod
+    def of(cls, spec: SlurmSpec) -> SlurmSettings:
+        """The settings a space's ``executor.slurm`` declares, field by field."""
+        return cls(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(SlurmSpec)})
+
     def __post_init__(self) -> None:
+        if self.pending_deadline_s is None:
+            object.__setattr__(self, "pending_deadline_s", self.pending_deadline_min * 60)
         for key in ("nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time_min"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):

@@ -2,7 +2,7 @@
 
 Example:
     >>> from flagopt.export import build_export, render
-    >>> from flagopt.report import study_data
+    >>> from flagopt.study import study_data
     >>> text, warnings = render(build_export(study_data(None, "demo")), "env.sh")  # doctest: +SKIP
 """
 

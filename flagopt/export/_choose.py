@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagopt.errors import StudyError
-from flagopt.report import StudyData
-from flagopt.study import Arm, RunRecord
+from flagopt.study import Arm, RunRecord, StudyData
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from flagopt import __version__
 from flagopt.errors import FlagoptError
 from flagopt.export._choose import Choice, choose
 from flagopt.export._patch import ENV_NAME, Patch, baseline_for, patch_of
-from flagopt.report import StudyData
+from flagopt.study import StudyData
 
 FORMATS = ("env.sh", "json", "xla-flags")
 SCHEMA = "flagopt.export/1"

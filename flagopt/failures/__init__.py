@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from flagopt.failures._classify import Failure, classify
-from flagopt.failures._policy import HANDLING, SUCCESS, Handling, handling_for
-from flagopt.failures._signatures import (
+from flagopt.failure_classes import (
     BENIGN_EXIT,
     CANCELLED,
     COORDINATION_TIMEOUT,
@@ -20,9 +18,10 @@ from flagopt.failures._signatures import (
     PREEMPTION,
     TIME_LIMIT,
     UNKNOWN_FLAG,
-    Signature,
-    signatures_from_data,
 )
+from flagopt.failures._classify import Failure, classify
+from flagopt.failures._policy import HANDLING, SUCCESS, Handling, handling_for
+from flagopt.failures._signatures import Signature, signatures_from_data
 
 __all__ = [
     "BENIGN_EXIT",

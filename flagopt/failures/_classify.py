@@ -33,7 +33,7 @@ import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from flagopt.failures import _signatures as s
+from flagopt import failure_classes as s
 from flagopt.failures._signatures import Signature, load_signature_table
 from flagopt.flags import FlagRegistry, parse_flag_rejection
 

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from flagopt.failures import _signatures as s
+from flagopt import failure_classes as s
 
 
 @dataclass(frozen=True)

@@ -12,27 +12,7 @@ from typing import Any
 import yaml
 
 from flagopt.errors import FlagoptError
-
-OOM = "oom"
-UNKNOWN_FLAG = "unknown-flag"
-NCCL_INIT = "nccl-init"
-COORDINATION_TIMEOUT = "coordination-timeout"
-HANG = "hang"
-NODE_FAILURE = "node-failure"
-PREEMPTION = "preemption"
-TIME_LIMIT = "time-limit"
-CANCELLED = "cancelled"
-BENIGN_EXIT = "benign-exit"
-NUMERICS_NAN = "numerics-nan"
-NUMERICS_DRIFT = "numerics-drift"
-INCOMPLETE = "incomplete"
-CRASH = "crash"
-
-#: Every failure class, highest precedence first (see :func:`flagopt.failures.classify`).
-FAILURE_CLASSES = (
-    UNKNOWN_FLAG, OOM, NUMERICS_NAN, BENIGN_EXIT, NUMERICS_DRIFT, NODE_FAILURE, PREEMPTION, NCCL_INIT,
-    COORDINATION_TIMEOUT, HANG, TIME_LIMIT, CANCELLED, CRASH, INCOMPLETE,
-)  # fmt: skip
+from flagopt.failure_classes import FAILURE_CLASSES
 
 
 @dataclass(frozen=True)

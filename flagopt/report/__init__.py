@@ -7,13 +7,15 @@ Example:
 
 from __future__ import annotations
 
-from flagopt.report._data import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
 from flagopt.report._figures import FigureData, GainBar, Point, Trace, draw, figure_data, importances
 from flagopt.report._html import render_html
 from flagopt.report._markdown import cell, code, render_markdown
 from flagopt.report._sections import FailureGroup, ReportData, Row, SignFlip, failures_of, report_data, rows_of
 from flagopt.report._status import StudyStatus, study_status
 from flagopt.report._write import report_stem, write_report
+
+# The read model lives in flagopt.study; re-exported so that `from flagopt.report import study_data` keeps working.
+from flagopt.study import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
 
 __all__ = [
     "FailureGroup", "FigureData", "GainBar", "Point", "ReportData", "Row", "SignFlip", "StudyData", "StudyStatus",

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from flagopt.evidence import BubbleRow, bubble_table
-from flagopt.report._data import StudyData
+from flagopt.study import StudyData
 
 _STAGES = re.compile(r"\bPP\s*=\s*(\d+)", re.IGNORECASE)
 _MICROBATCH_ARG = re.compile(r"microbatch", re.IGNORECASE)

@@ -15,7 +15,7 @@ import optuna
 import plotly.graph_objects as go
 
 from flagopt import stats
-from flagopt.report._data import StudyData
+from flagopt.study import StudyData
 
 #: fewer sampled trials than this and importances are noise; say so instead of plotting them.
 MIN_SAMPLED = 4

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from flagopt.errors import FlagoptError
-from flagopt.report._data import StudyData, is_nan, other_cells
 from flagopt.report._diff import changed, changed_text
 from flagopt.report._negative import Finding, negative_lines
 from flagopt.space import render_value
-from flagopt.study import RunRecord, settings_text
+from flagopt.study import RunRecord, StudyData, is_nan, other_cells, settings_text
 
 TOP, BOTTOM = 8, 5
 

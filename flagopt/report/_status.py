@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
-from flagopt.report._data import StudyData
+from flagopt.study import StudyData
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 
 from flagopt.errors import FlagoptError
-from flagopt.report._data import StudyData
 from flagopt.report._figures import draw, figure_data
 from flagopt.report._html import render_html
 from flagopt.report._markdown import render_markdown
 from flagopt.report._sections import report_data
+from flagopt.study import StudyData
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 

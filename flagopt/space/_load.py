@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from flagopt.errors import SpaceError
+from flagopt.failure_classes import FAILURE_CLASSES
 from flagopt.space._checks import (
     XLA_FLAG, LIBTPU_FLAG, Reader, check_name, check_value, type_name,
 )
@@ -421,7 +422,6 @@ def _failures(r: Reader) -> FailureSpec:
         except (re.error, RecursionError, OverflowError) as exc:
             sr.fail(f"not a valid regular expression: {exc}", sr.key("pattern"))
         cls = sr.get("class", str, required=True)
-        from flagopt.failures import FAILURE_CLASSES
         if cls not in FAILURE_CLASSES:
             sr.fail(f"unknown failure class {cls!r} (one of {', '.join(FAILURE_CLASSES)})", sr.key("class"))
         sigs.append((cls, pattern))

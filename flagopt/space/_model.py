@@ -83,6 +83,12 @@ class Baseline:
 
 @dataclass(frozen=True)
 class SlurmSpec:
+    """Where and how trials run on Slurm: the space file's ``executor.slurm``, declared once.
+
+    :class:`flagopt.executors.SlurmSettings` is this plus what only the executor decides; ``run --nodelist`` and
+    ``--partition`` replace fields of it. The YAML key ``time`` is ``time_min`` here.
+    """
+
     partition: str | None = None
     nodelist: str | None = None
     nodes: int = 1

@@ -1,21 +1,29 @@
-"""The study driver and the trial records every reader uses.
+"""The study driver, the trial records, and the read model (:class:`StudyData`) every reader uses.
 
 Example:
-    >>> from flagopt.study import history, load_study
+    >>> from flagopt.study import history, load_study, study_data
     >>> records = history(load_study(None, "demo"))  # doctest: +SKIP
+    >>> study_data(None, "demo").best_arm.label  # doctest: +SKIP
+    'tree'
 """
 
 from __future__ import annotations
 
 from flagopt.study._arms import Arm, arms_of
-from flagopt.study._driver import PinnedNodesDown, StudyRunner, write_trial_files
-from flagopt.study._leaderboard import leaderboard, settings_text
+from flagopt.study._driver import StudyRunner
+from flagopt.study._launching import PinnedNodesDown, write_trial_files
+from flagopt.study._leaderboard import compact_settings, leaderboard, param_names, settings_text, short_flag_names
+from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._planner import Plan, Planner, Verdict
 from flagopt.study._progress import Progress
 from flagopt.study._records import RunRecord, current_history, history, record_of
+from flagopt.study._study_data import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
 from flagopt.study._storage import DEFAULT_STORAGE, artifacts_root, load_study, open_storage, prepare_storage, study_folder
 
 __all__ = [
-    "DEFAULT_STORAGE", "Arm", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord", "StudyRunner", "Verdict", "arms_of", "current_history",
-    "artifacts_root", "history", "leaderboard", "load_study", "open_storage", "prepare_storage", "record_of", "settings_text", "study_folder", "write_trial_files",
+    "DEFAULT_STORAGE", "Arm", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
+    "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history", "artifacts_root",
+    "compact_settings", "history", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
+    "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "study_data",
+    "study_data_of", "study_folder", "write_trial_files",
 ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
 
+from flagopt.evidence import human_bytes
 from flagopt.space import NoiseSpec
 from flagopt.study._arms import arms_of
 from flagopt.study._records import BASELINE, RunRecord
@@ -23,6 +25,91 @@ def settings_text(settings: dict[str, Any] | None) -> str:
     parts += [f"{k}={_v(v)}" for k, v in (settings.get("env") or {}).items()]
     parts += [f"{k}={_v(v)}" for k, v in (settings.get("args") or {}).items()]
     return " ".join(parts)
+
+
+#: the settings groups of a trial record, and the param target that sets each
+GROUPS = {"xla": "xla", "libtpu": "libtpu", "env": "env", "args": "arg"}
+_PLATFORM_WORDS = ("xla", "gpu", "cpu", "tpu")
+_UNITS = {"bytes": None, "mib": "MiB", "kib": "KiB", "gib": "GiB"}
+_SHORTEST = 5  # characters: "eigen" yes, "s" or "bytes"-less "ag" no
+
+
+def param_names(space: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """``(target, flag or variable) -> param name`` from a space as stored on the study (``flagopt.space``).
+
+    Example:
+        >>> param_names({"params": {"ag_threshold": {"xla": "xla_gpu_all_gather_combine_threshold_bytes"}}})
+        {('xla', 'xla_gpu_all_gather_combine_threshold_bytes'): 'ag_threshold'}
+    """
+    out = {}
+    for name, spec in ((space or {}).get("params") or {}).items():
+        for target in GROUPS.values():
+            if isinstance(spec, Mapping) and isinstance(spec.get(target), str):
+                out[(target, spec[target])] = str(name)
+    return out
+
+
+def short_flag_names(flags: Iterable[str]) -> dict[str, str]:
+    """A short name per XLA / libtpu flag: the shortest tail of its words (without the ``xla_gpu_`` prefix or a unit
+    word, at least 5 characters) that no other flag of ``flags`` ends with.
+
+    Example:
+        >>> short_flag_names(["xla_cpu_multi_thread_eigen", "xla_gpu_enable_latency_hiding_scheduler"])
+        {'xla_cpu_multi_thread_eigen': 'eigen', 'xla_gpu_enable_latency_hiding_scheduler': 'scheduler'}
+        >>> short_flag_names(["xla_gpu_all_gather_combine_threshold_bytes", "xla_gpu_all_reduce_combine_threshold_bytes"])
+        {'xla_gpu_all_gather_combine_threshold_bytes': 'gather_combine_threshold', 'xla_gpu_all_reduce_combine_threshold_bytes': 'reduce_combine_threshold'}
+    """
+    words = {}
+    for flag in dict.fromkeys(flags):
+        w = flag.split("_")
+        while len(w) > 1 and w[0] in _PLATFORM_WORDS:
+            w = w[1:]
+        if len(w) > 1 and w[-1] in _UNITS:
+            w = w[:-1]
+        words[flag] = w
+    out = {}
+    for flag, w in words.items():
+        others = [o for f, o in words.items() if f != flag]
+        for k in range(1, len(w) + 1):
+            tail = w[-k:]
+            if len("_".join(tail)) >= _SHORTEST and not any(o[-k:] == tail for o in others):
+                break
+        out[flag] = "_".join(tail)
+    return out
+
+
+def compact_settings(settings: dict[str, Any] | None, names: Mapping[tuple[str, str], str] | None = None,
+                     short: Mapping[str, str] | None = None) -> str:
+    """``ag_threshold=1.4 MiB, eigen=false``: what a configuration changes, by short names, sizes made readable.
+
+    A setting goes by its param's name (``names``, from :func:`param_names`), else an XLA / libtpu flag by its short
+    name (``short``, from :func:`short_flag_names`; derived from these settings alone when not given); env vars and
+    workload args keep their names. A ``*_bytes`` flag shows its value in KiB/MiB/GiB, ``*_mib`` in MiB.
+
+    Example:
+        >>> compact_settings({"xla": {"xla_gpu_all_gather_combine_threshold_bytes": 1468006,
+        ...                           "xla_cpu_multi_thread_eigen": False}, "env": {"NCCL_PROTO": "Simple"}},
+        ...                  {("xla", "xla_gpu_all_gather_combine_threshold_bytes"): "ag_threshold"})
+        'ag_threshold=1.4 MiB, eigen=false, NCCL_PROTO=Simple'
+    """
+    if not settings:
+        return ""
+    names = names or {}
+    flags = [k for group in ("xla", "libtpu") for k in (settings.get(group) or {})]
+    short = short if short is not None else short_flag_names(flags)
+    parts = []
+    for group, target in GROUPS.items():
+        for key, value in (settings.get(group) or {}).items():
+            name = names.get((target, key)) or (short.get(key, key) if group in ("xla", "libtpu") else key)
+            parts.append(f"{name}={_readable(key, value)}")
+    return ", ".join(parts)
+
+
+def _readable(key: str, value: Any) -> str:
+    unit = key.rsplit("_", 1)[-1].lower()
+    if isinstance(value, int) and not isinstance(value, bool) and unit in _UNITS:
+        return human_bytes(value) if _UNITS[unit] is None else f"{value} {_UNITS[unit]}"
+    return _v(value)
 
 
 def _v(value: Any) -> str:

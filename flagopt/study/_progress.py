@@ -12,13 +12,17 @@ from rich.markup import escape
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
 
+from flagopt.study._observer import StudyObserver
+
 if TYPE_CHECKING:
+    import optuna
+
     from flagopt.study._collect import Collected
     from flagopt.study._planner import Plan, Verdict
 
 
-class Progress:
-    """Prints to a rich console; the live status line only appears on a terminal."""
+class Progress(StudyObserver):
+    """The console observer: one line per trial; the live status line only appears on a terminal."""
 
     def __init__(self, console: Console | None = None, quiet: bool = False) -> None:
         self.console = console or Console(stderr=False, highlight=False)
@@ -36,7 +40,7 @@ class Progress:
         """What the user must hear even with --quiet (a changed space accepted, a new epoch)."""
         self.console.print(f"[dim]·[/dim] {escape(text)}")
 
-    def started(self, number: int, plan: Plan, job_id: str) -> None:
+    def launched(self, number: int, plan: Plan, job_id: str) -> None:
         self._started[number] = time.time()
         if self.quiet:
             return
@@ -46,7 +50,7 @@ class Progress:
         label = plan.config.profile if plan.kind != "sampled" else "sampled"
         self.note(f"trial {number} [bold]{label}[/bold] ({plan.reason}) job {job_id}")
 
-    def tick(self, number: int, trial_dir: str, last: int, best: str) -> None:
+    def waiting(self, number: int, trial_dir: str, final_step: int, best: str) -> None:
         if self._status is None:
             return
         try:
@@ -59,10 +63,10 @@ class Progress:
         if self._durations:
             mean = sum(self._durations) / len(self._durations)
             eta = f" · ETA {max(0.0, mean - elapsed):.0f} s"
-        self._status.update(f"trial {number} · step {'-' if step is None else step}/{last} · "
+        self._status.update(f"trial {number} · step {'-' if step is None else step}/{final_step} · "
                             f"{elapsed:.0f} s{eta} · best {best}")
 
-    def finished(self, number: int, plan: Plan, collected: Collected) -> None:
+    def told(self, study: optuna.Study, number: int, plan: Plan, collected: Collected) -> None:
         if number in self._started:
             self._durations.append(time.time() - self._started.pop(number))
         if self.quiet:
@@ -76,7 +80,7 @@ class Progress:
             self.console.print(f"  trial {number}: [red]{collected.status}[/red] "
                                f"{a.get('failure_class', '')} {a.get('failure_reason', '')}".rstrip())
 
-    def verdict(self, verdict: Verdict | None) -> None:
+    def verdict(self, study: optuna.Study, verdict: Verdict | None) -> None:
         self.close()
         if verdict is not None and not self.quiet:
             self.console.print(f"[bold]verdict ({verdict.reason}):[/bold] {verdict.message}")

@@ -36,7 +36,7 @@ def test_note_has_the_verdict_leaderboard_and_failures(fsdp):
 def test_update_live_view_saves_the_note_and_registers_figures(copy):
     study = load_study(copy.storage, "sim-llm-fsdp")
     update_live_view(study)
-    update_live_view(study)  # the driver calls it after every trial: the figures are replaced, not piled up
+    update_live_view(study)  # the live view observer calls it after every trial: the figures are replaced, not piled up
     assert optuna_dashboard.get_note(study) == live_note(study_data(copy.storage, "sim-llm-fsdp"))
     system = study._storage.get_study_system_attrs(study._study_id)
     for graph_id in FIGURE_IDS.values():

@@ -1,7 +1,8 @@
-"""One read of a study: its records, arms, leaderboard and verdict, as every reader (report, export, status) sees them.
+"""The read model of a study: its records, arms, leaderboard and verdict, as every reader sees them.
 
-Gains are never re-derived here: arms come from :func:`flagopt.study.arms_of` and the table from
-:func:`flagopt.study.leaderboard`, with the noise settings and metric the study recorded.
+The report, export, the dashboard, ``leaderboard`` and ``status`` all read a study through :class:`StudyData`
+(finished or still running). Gains are never re-derived here: arms come from :func:`flagopt.study.arms_of` and
+the table from :func:`flagopt.study.leaderboard`, with the noise settings and metric the study recorded.
 
 Example:
     >>> data = study_data("sqlite:///studies/flagopt.db", "demo")  # doctest: +SKIP
@@ -19,7 +20,10 @@ import optuna
 import pandas as pd
 
 from flagopt.space import NoiseSpec
-from flagopt.study import Arm, RunRecord, arms_of, history, leaderboard, load_study
+from flagopt.study._arms import Arm, arms_of
+from flagopt.study._leaderboard import leaderboard
+from flagopt.study._records import RunRecord, history
+from flagopt.study._storage import load_study
 
 DEFAULT_WINDOW = (9, 14)
 
