@@ -117,7 +117,7 @@ class StopSpec:
     max_trials: int = 60
     max_hours: float | None = None
     #: runs after the first confirmed winner spent racing the remaining contenders against it (0: stop at once)
-    refine: int = 30
+    refine: int = 20
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ statistics give a verdict, and the study stops on a confirmed winner, on a defen
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -145,7 +146,7 @@ class Planner:
         leader = self.leader(arms)
         phase = {"phase": "refine"} if leader is not None else {}
         confirming = self.candidates(arms, in_flight)
-        chosen = self.pick_candidate(confirming, leader) if confirming else None
+        chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
         if chosen is not None and screen is not None and not self.urgent(chosen, leader):
             # Racing against the null bar can wait for the screen: the combination re-measures what helped.
@@ -207,6 +208,13 @@ class Planner:
                 if config is not None:
                     return config, f"one-factor probe of {param.name}", "probe"
         pending = any(p.kind in ("probe", "profile") for p in in_flight)
+        failed_grid: dict[str, list[Any]] = {}
+        for rec in records:
+            if rec.attrs.get("design") == "probe" and not rec.ok and rec.status not in (CANCELLED, "running"):
+                settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+                if len(settings) == 1:
+                    (name, value), = settings.items()
+                    failed_grid.setdefault(name, []).append(value)
         for param in space.params:
             # refinement looks between the grid points only (never refines a refinement), and only where the best
             # grid point stands out of the noise
@@ -214,6 +222,8 @@ class Planner:
                         if a.estimate is not None and a.first.attrs.get("design") == "probe"}
             if not measured or max(measured.values()) < max(self._sigma, space.noise.min_effect / 2.0):
                 continue
+            # a grid point that failed (an OOM cliff) is a neighbour too: the optimum often sits right below it
+            measured.update({v: -math.inf for v in failed_grid.get(param.name, ()) if v not in measured})
             if self.deployed.get(param.name) is not None and param.choices is None:
                 try:
                     measured[float(self.deployed[param.name])] = 0.0  # type: ignore[arg-type]
@@ -373,6 +383,7 @@ class Planner:
         leader = self.leader(arms)
         target = self._targets(leader)
         flying = {p.repeat_of for p in in_flight}
+        confirmed = {a.config_key for a in self.winners(arms)}
         out = []
         for arm in arms:
             est = arm.estimate
@@ -389,7 +400,7 @@ class Planner:
             if stats.next_to_sample({arm.config_key: est}, target=target, min_runs=noise.min_runs,
                                     max_runs=noise.max_repeats) is not None:
                 out.append(arm)
-            elif leader is None and est.gain >= self.space.stop.win and arm not in self.winners([arm]):
+            elif leader is None and est.gain >= self.space.stop.win and arm.config_key not in confirmed:
                 out.append(arm)  # above the bar on every run, not yet on the fresh ones at the family-wise level
         return out
 
@@ -399,12 +410,12 @@ class Planner:
             return (stop.null_gain, stop.win)
         return (leader.estimate.gain + self.space.noise.min_effect / 2.0,)
 
-    def pick_candidate(self, candidates: Sequence[Arm], leader: Arm | None = None) -> Arm:
+    def pick_candidate(self, candidates: Sequence[Arm], arms: Sequence[Arm], leader: Arm | None = None) -> Arm:
         noise = self.space.noise
         # Confirm a would-be winner first, as an engineer would: until one is confirmed every other repeat races
         # against the wrong target (the win bar instead of the best arm).
         if leader is None:
-            confirmed = {a.config_key for a in self.winners(candidates)}
+            confirmed = {a.config_key for a in self.winners(arms)}
             rising = [a for a in candidates if a.estimate.gain >= self.space.stop.win and a.config_key not in confirmed]
             if rising:
                 return max(rising, key=lambda a: a.estimate.gain)
@@ -420,7 +431,13 @@ class Planner:
         return arm.estimate.gain >= self.space.stop.win - self._sigma
 
     def refine_used(self, records: Sequence[RunRecord]) -> int:
-        return sum(1 for r in records if r.attrs.get("phase") == "refine" and r.status not in ("invalid", CANCELLED))
+        """Runs spent racing after the first confirmed winner.
+
+        The one-factor screen is finished first and is not counted: it is bounded by the space (a few runs per
+        param), and a combination can only be proposed once it is complete.
+        """
+        return sum(1 for r in records if r.attrs.get("phase") == "refine" and r.status not in ("invalid", CANCELLED)
+                   and r.attrs.get("design") not in ("probe", "refine"))
 
     def stop_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> Verdict | None:
         space = self.space
