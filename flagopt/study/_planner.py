@@ -241,18 +241,26 @@ class Planner:
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param that helped alone", "combination"
-        if leader is not None:
-            settings = design.settings_of_record(space, leader.first.attrs.get("settings") or {})
+        anchor = leader or self.contender(arms)
+        if anchor is not None:
+            settings = design.settings_of_record(space, anchor.first.attrs.get("settings") or {})
             if len(settings) >= 2:
-                # the smallest patch that keeps the gain: does each setting of the winner still matter?
+                # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
+                # in company (a sign flip): does each setting of the best combination still matter?
                 order = sorted(settings, key=lambda n: self._alone_gain(by_param, n, settings[n]))
                 for name in order:
                     rest = {k: v for k, v in settings.items() if k != name}
                     label = "without " + name + ": " + ", ".join(f"{k}={v}" for k, v in rest.items())
                     config = fresh(rest, label)
                     if config is not None:
-                        return config, f"does {name} matter in {leader.label}?", "drop-one"
+                        return config, f"does {name} matter in {anchor.label}?", "drop-one"
         return None
+
+    def contender(self, arms: Sequence[Arm]) -> Arm | None:
+        """Before any winner is confirmed: the best arm of several settings that could still become one."""
+        floor = self.space.stop.win - self._sigma
+        multi = [a for a in self.eligible(arms) if len(_settings_set(a)) >= 2 and a.estimate.gain >= floor]
+        return max(multi, key=lambda a: a.estimate.gain) if multi else None
 
     def single_setting_arms(self, arms: Sequence[Arm]) -> dict[str, dict[Any, Arm]]:
         """Arms that change exactly one param, by param and value (what the one-factor screen measured)."""
