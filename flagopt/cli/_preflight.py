@@ -3,17 +3,22 @@
 Every flag value the space can produce is tried against the installed XLA before any job is submitted: the
 deployed baseline, baseline-no-env, every profile, and the params' values (set k holds the k-th value of every
 param, so the number of XLA starts is the longest choice list, not the product of all of them).
+
+"The installed XLA" is the one the trial loads: when the command starts a Python interpreter (``{python}``,
+``python3``, ``.venv-maxtext/bin/python``), that interpreter is asked. When it starts something else, or that
+interpreter cannot start jax, flagopt's own jax is checked instead and the output says so, with both versions.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from rich.console import Console
 
 from flagopt.errors import SpaceError
 from flagopt.flags import FlagRegistry, PreflightReport, preflight
-from flagopt.render import baseline_configs, render
+from flagopt.render import PYTHON_PLACEHOLDER, baseline_configs, render, trial_interpreter
 from flagopt.space import Param, Space, TrialConfig
 
 
@@ -22,6 +27,7 @@ class SpacePreflight:
     report: PreflightReport
     labels: dict[tuple[str, ...], str]
     rejected: dict[str, str] = field(default_factory=dict)  # token -> what to do about it
+    note: str = ""  # set when the XLA checked may not be the one the trial loads
 
     def rejected_in(self, label: str) -> list[str]:
         return [c.flag for s in self.report.sets if not s.ok and self.labels.get(s.flags) == label for c in s.problems]
@@ -50,15 +56,36 @@ def flag_sets(space: Space) -> dict[tuple[str, ...], str]:
 
 
 def check_space(space: Space) -> SpacePreflight:
+    """Check the space's flag sets against the XLA of the trial's interpreter, else against flagopt's own."""
     labels = flag_sets(space)
+    trial_python = trial_interpreter(space)
+    if trial_python is None:
+        why = f"the command starts {space.command[0]!r}, not a Python interpreter flagopt can ask for its jax"
+    else:
+        report = preflight(list(labels), python=trial_python)
+        if report.status != "skipped" or trial_python == sys.executable:
+            first = space.command[0]
+            remote = space.executor.kind == "slurm" and "/" not in first and first != PYTHON_PLACEHOLDER
+            return _result(report, labels, f"pre-flight: {first} as found on this host's PATH; a Slurm node may "
+                           "start another interpreter with another jax" if remote else "")
+        why = f"the trial's interpreter cannot start jax ({report.reason.removeprefix('jax does not start in ')})"
     report = preflight(list(labels))
+    if report.status == "skipped":
+        return _result(report, labels, f"pre-flight: {why}")
+    return _result(report, labels, f"pre-flight: {why}; checked flagopt's own jax {report.jax_version} / jaxlib "
+                   f"{report.jaxlib_version} ({sys.executable}) instead, which may not be the XLA the trial loads")
+
+
+def _result(report: PreflightReport, labels: dict[tuple[str, ...], str], note: str = "") -> SpacePreflight:
     rejected = {c.flag: c.message for c in report.problems} if report.status == "failed" else {}
-    return SpacePreflight(report, labels, rejected)
+    return SpacePreflight(report, labels, rejected, note)
 
 
 def run_preflight(space: Space, out: Console, *, before_run: bool = False) -> SpacePreflight:
     """Print the pre-flight; raise when the baseline itself cannot start (no trial could be scored)."""
     result = check_space(space)
+    if result.note:
+        out.print(result.note)
     out.print(result.report.summary())
     if any(p.target == "libtpu" for p in space.params) or space.baseline.libtpu_flags:
         out.print("pre-flight: LIBTPU_INIT_ARGS flags are not checked (libtpu only parses them on a TPU host)")
