@@ -25,10 +25,9 @@ fi
 
 python312=""
 candidates=("${FLAGOPT_MAXTEXT_PYTHON:-}")
-if command -v pyenv >/dev/null 2>&1; then
-  # Newest 3.12.x first; pyenv's `python3.12` shim refuses to run unless that version is selected, so use the file.
-  while IFS= read -r found; do candidates+=("$found"); done < <(ls -d "$(pyenv root)"/versions/3.12.*/bin/python 2>/dev/null | sort -rV)
-fi
+pyenv_root=$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")
+# Newest 3.12.x first; pyenv's `python3.12` shim refuses to run unless that version is selected, so use the file.
+while IFS= read -r found; do candidates+=("$found"); done < <(ls -d "$pyenv_root"/versions/3.12.*/bin/python 2>/dev/null | sort -rV)
 candidates+=("$(command -v python3.12 || true)" "$(command -v python3 || true)")
 for candidate in "${candidates[@]}"; do
   if [ -n "$candidate" ] && is_312 "$candidate"; then python312=$candidate; break; fi
