@@ -147,8 +147,8 @@ def trial_interpreter(space: Space) -> str | None:
     not asked anything: starting an unknown program with ``-c`` could do anything.
 
     Example:
-        >>> trial_interpreter(space_with_command([".venv-maxtext/bin/python", "-m", "train"]))  # doctest: +SKIP
-        '/work/flagopt/.venv-maxtext/bin/python'
+        >>> trial_interpreter(load_space("search_spaces/maxtext_cpu.yaml"))  # run from the repository root # doctest: +SKIP
+        '/path/to/flagopt/.venv-maxtext/bin/python'
     """
     first = space.command[0]
     if first == PYTHON_PLACEHOLDER:
@@ -158,4 +158,3 @@ def trial_interpreter(space: Space) -> str | None:
     if "/" in first:
         return str(space.workdir.resolve() / first) if not os.path.isabs(first) else first
     return shutil.which(first) or first
-
