@@ -84,6 +84,19 @@ def test_preflight_asks_the_trials_own_interpreter(tmp_path, capsys):
     assert "checked flagopt's own" not in out
 
 
+def test_a_missing_interpreter_path_stops_run_before_anything_is_written(tmp_path, capsys):
+    space = write(tmp_path, f"""
+        name: nopy
+        command: [".venv-none/bin/python", "-m", "maxtext.trainers.pre_train.train"]
+        workdir: {tmp_path}
+    """)
+    storage = f"sqlite:///{tmp_path}/db/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"command: .venv-none/bin/python does not exist (in workdir {tmp_path})" in err
+    assert not (tmp_path / "db").exists()
+
+
 @pytest.mark.parametrize("fixture", ["h200x2_lm_fsdp", "h200x2_lm_pp", "h200x2_fsdp"])
 def test_evidence_json_counts_match_the_dump(fixture, capsys):
     path = FIXTURES / fixture
