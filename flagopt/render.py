@@ -147,7 +147,7 @@ def trial_interpreter(space: Space) -> str | None:
     not asked anything: starting an unknown program with ``-c`` could do anything.
 
     Example:
-        >>> trial_interpreter(load_space("search_spaces/maxtext_cpu.yaml"))  # run from the repository root # doctest: +SKIP
+        >>> trial_interpreter(load_space("search_spaces/maxtext_cpu.yaml"))  # doctest: +SKIP
         '/path/to/flagopt/.venv-maxtext/bin/python'
     """
     first = space.command[0]

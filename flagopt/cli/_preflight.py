@@ -86,8 +86,9 @@ def run_preflight(space: Space, out: Console, *, before_run: bool = False) -> Sp
     first = space.command[0]
     if space.executor.kind == "local" and "/" in first and not (space.workdir / first).exists():
         # A Slurm node may have paths this host lacks; a local trial would fail on every run.
-        raise SpaceError(str(space.source), "command", f"{first} does not exist (in workdir {space.workdir.resolve()}); "
-                         "fix the path, or create it (search_spaces/maxtext_cpu.yaml: bash scripts/maxtext_env.sh)")
+        raise SpaceError(str(space.source), "command",
+                         f"{first} does not exist (in workdir {space.workdir.resolve()}); fix the path, or create it "
+                         "(search_spaces/maxtext_cpu.yaml: bash scripts/maxtext_env.sh)")
     result = check_space(space)
     if result.note:
         out.print(result.note)

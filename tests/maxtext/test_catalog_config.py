@@ -114,7 +114,8 @@ def test_maxtexts_config_loader_accepts_every_override_the_space_can_render(name
 def test_the_check_catches_a_typo_in_a_key_and_a_value_maxtext_rejects(maxtext_python, tmp_path):
     text = (CATALOG / "fsdp.yaml").read_text()
     (tmp_path / "configs").mkdir()
-    (tmp_path / "configs" / "maxtext-gpu-h100.env.sh").write_text((CATALOG / "configs" / "maxtext-gpu-h100.env.sh").read_text())
+    env_file = CATALOG / "configs" / "maxtext-gpu-h100.env.sh"
+    (tmp_path / "configs" / env_file.name).write_text(env_file.read_text())
     text = text.replace("params:\n", "params:\n  typo: {arg: per_device_batch_sizee, choices: [2]}\n"
                         "  words: {arg: per_device_batch_size, choices: [two]}\n", 1)
     (tmp_path / "fsdp.yaml").write_text(text)

@@ -37,7 +37,8 @@ def space_file(tmp_path: Path, maxtext_python: Path, name: str, **changes: Any) 
     return path
 
 
-def flagopt_run(space: Path, storage: str, *extra: str, address_space: int | None = None) -> subprocess.CompletedProcess:
+def flagopt_run(space: Path, storage: str, *extra: str,
+                address_space: int | None = None) -> subprocess.CompletedProcess:
     def limit() -> None:  # the OOM run asks for ~440 GiB: an address-space cap makes that fail on any host
         if address_space is not None:
             resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))

@@ -1,4 +1,4 @@
-"""Which interpreter a trial's command starts (pre-flight asks that one for its jax), and whether anything is deployed."""
+"""Which interpreter a trial's command starts (pre-flight asks it for its jax); whether anything is deployed."""
 
 from __future__ import annotations
 

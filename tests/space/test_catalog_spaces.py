@@ -19,7 +19,8 @@ ALL_FILES = sorted(p.name for p in CATALOG.glob("*.yaml"))
 MAXTEXT = ["fsdp.yaml", "pp.yaml", "tp.yaml", "tpu.yaml", "maxtext_cpu.yaml"]
 GPU = ["fsdp.yaml", "pp.yaml", "tp.yaml"]
 # A source checkout (python3 -m MaxText.train MaxText/configs/base.yml) or the packaged trainer.
-TRAINERS = {("MaxText.train", "MaxText/configs/base.yml"), ("maxtext.trainers.pre_train.train", "src/maxtext/configs/base.yml")}
+TRAINERS = {("MaxText.train", "MaxText/configs/base.yml"),
+            ("maxtext.trainers.pre_train.train", "src/maxtext/configs/base.yml")}
 # "# <flag> dropped: removed in jaxlib <version>" next to a recipe profile.
 DROPPED = re.compile(r"#\s*(xla_[a-z0-9_]+)\S*\s+dropped: removed in jaxlib ([0-9.]+)")
 
