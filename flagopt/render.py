@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from flagopt.space import FLAG_VARIABLES, Space, TrialConfig, render_value
 
 PYTHON_PLACEHOLDER = "{python}"
 _TOKEN_NAME = re.compile(r"--([A-Za-z0-9_]+)")
+_PYTHON_NAME = re.compile(r"python(?:\d+(?:\.\d+)*)?\Z")
 
 
 @dataclass(frozen=True)
@@ -133,3 +135,26 @@ def config_from_params(space: Space, params: Mapping[str, Any]) -> TrialConfig:
             sets[p.target].append((p.key, params[p.name]))
     return TrialConfig(kind="sampled", profile="sampled", xla=tuple(sets["xla"]), libtpu=tuple(sets["libtpu"]),
                        env=tuple(sets["env"]), args=tuple(sets["arg"]), params=tuple(sorted(params.items())))
+
+
+def trial_interpreter(space: Space) -> str | None:
+    """The Python interpreter a trial's command starts, as a path; ``None`` when the command starts something else.
+
+    ``{python}`` is flagopt's own interpreter. A first word named ``python``, ``python3`` or ``python3.12`` is the
+    interpreter itself: a path with a ``/`` is taken relative to ``workdir`` (where the command runs, as
+    :class:`subprocess.Popen` does with ``cwd``), a bare name is looked up on this process's ``PATH`` (which a local
+    trial inherits; a Slurm node may resolve it differently). Any other program (``bash``, ``srun``, a launcher) is
+    not asked anything: starting an unknown program with ``-c`` could do anything.
+
+    Example:
+        >>> trial_interpreter(load_space("search_spaces/maxtext_cpu.yaml"))  # doctest: +SKIP
+        '/path/to/flagopt/.venv-maxtext/bin/python'
+    """
+    first = space.command[0]
+    if first == PYTHON_PLACEHOLDER:
+        return sys.executable
+    if not _PYTHON_NAME.match(os.path.basename(first)):
+        return None
+    if "/" in first:
+        return str(space.workdir.resolve() / first) if not os.path.isabs(first) else first
+    return shutil.which(first) or first

@@ -92,15 +92,21 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
     started_at = time.time()
     step_times: list[float] = []
 
-    proc = subprocess.Popen(
-        list(launch.argv),
-        cwd=launch.workdir,
-        env=child_environment(launch.env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,  # so a kill reaches the whole process group, grandchildren included
-    )
+    try:
+        proc = subprocess.Popen(
+            list(launch.argv),
+            cwd=launch.workdir,
+            env=child_environment(launch.env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # so a kill reaches the whole process group, grandchildren included
+        )
+    except OSError as exc:
+        # No process, so no log of its own: say why in the log, as a shell would, with the shell's "not found" status.
+        log_path.write_text(f"{type(exc).__name__}: {exc} (flagopt could not start the command in {launch.workdir})\n")
+        return RunOutcome(rank=rank, exit_code=127, killed_by=None, host=socket.gethostname(), started_at=started_at,
+                          ended_at=time.time(), first_step_at=None, last_step_at=None, log_path=str(log_path))
 
     def pump() -> None:
         assert proc.stdout is not None

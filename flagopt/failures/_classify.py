@@ -150,9 +150,20 @@ def _oom_reason(match: _Match | None, scheduler_state: str | None) -> str:
     return (match.signature.reason or "out of memory") + "; the configuration is recorded as infeasible"
 
 
+class _Groups(dict):
+    """A signature's named groups for its ``reason`` template; a group that did not match stays ``{name}``."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
 def _reason(cls: str, match: _Match | None, default: str) -> str:
     if match is not None and match.signature.reason:
-        return match.signature.reason
+        # ``{group}`` in a reason is filled from the signature's named groups (e.g. MaxText's config key).
+        try:
+            return match.signature.reason.format_map(_Groups(match.groups))
+        except (ValueError, IndexError):  # a reason with a lone brace is plain text
+            return match.signature.reason
     if match is not None and match.lines:
         return f"{default}: {match.lines[0].strip()[:300]}"
     return default

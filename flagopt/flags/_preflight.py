@@ -90,7 +90,8 @@ class PreflightReport:
         """A few lines for people."""
         if self.status == "skipped":
             return f"pre-flight skipped: {self.reason}"
-        head = f"pre-flight against jax {self.jax_version} / jaxlib {self.jaxlib_version}: {self.status}"
+        head = (f"pre-flight against jax {self.jax_version} / jaxlib {self.jaxlib_version} "
+                f"({' '.join(self.python)}): {self.status}")
         return "\n".join([head, *(f"  {c.flag}: {c.message}" for c in self.problems)])
 
 

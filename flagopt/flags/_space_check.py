@@ -12,12 +12,13 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from flagopt.errors import SpaceError
 from flagopt.flags._preflight import PreflightReport, preflight
 from flagopt.flags._registry import FlagRegistry
-from flagopt.render import baseline_configs, render
+from flagopt.render import PYTHON_PLACEHOLDER, baseline_configs, render, trial_interpreter
 from flagopt.space import Param, Space, TrialConfig
 
 
@@ -26,6 +27,7 @@ class SpacePreflight:
     report: PreflightReport
     labels: dict[tuple[str, ...], str]
     rejected: dict[str, str] = field(default_factory=dict)  # token -> what to do about it
+    note: str = ""  # set when the XLA checked may not be the one the trial loads
 
     def rejected_in(self, label: str) -> list[str]:
         return [c.flag for s in self.report.sets if not s.ok and self.labels.get(s.flags) == label for c in s.problems]
@@ -54,10 +56,34 @@ def flag_sets(space: Space) -> dict[tuple[str, ...], str]:
 
 
 def check_space(space: Space) -> SpacePreflight:
+    """Check the space's flag sets against the XLA of the trial's interpreter, else against flagopt's own.
+
+    "The installed XLA" is the one the trial loads: when the command starts a Python interpreter (``{python}``,
+    ``python3``, ``.venv-maxtext/bin/python``), that interpreter is asked. When it starts something else, or that
+    interpreter cannot start jax, flagopt's own jax is checked instead and ``note`` says so, with both versions.
+    """
     labels = flag_sets(space)
+    trial_python = trial_interpreter(space)
+    if trial_python is None:
+        why = f"the command starts {space.command[0]!r}, not a Python interpreter flagopt can ask for its jax"
+    else:
+        report = preflight(list(labels), python=trial_python)
+        if report.status != "skipped" or trial_python == sys.executable:
+            first = space.command[0]
+            remote = space.executor.kind == "slurm" and "/" not in first and first != PYTHON_PLACEHOLDER
+            return _result(report, labels, f"pre-flight: {first} as found on this host's PATH; a Slurm node may "
+                           "start another interpreter with another jax" if remote else "")
+        why = f"the trial's interpreter cannot start jax ({report.reason.removeprefix('jax does not start in ')})"
     report = preflight(list(labels))
+    if report.status == "skipped":
+        return _result(report, labels, f"pre-flight: {why}")
+    return _result(report, labels, f"pre-flight: {why}; checked flagopt's own jax {report.jax_version} / jaxlib "
+                   f"{report.jaxlib_version} ({sys.executable}) instead, which may not be the XLA the trial loads")
+
+
+def _result(report: PreflightReport, labels: dict[tuple[str, ...], str], note: str = "") -> SpacePreflight:
     rejected = {c.flag: c.message for c in report.problems} if report.status == "failed" else {}
-    return SpacePreflight(report, labels, rejected)
+    return SpacePreflight(report, labels, rejected, note)
 
 
 def unchecked_libtpu(space: Space) -> bool:

@@ -197,6 +197,11 @@ def inventory_of(data: StudyData) -> tuple[tuple[str, str, str], ...]:
 
 def env_effect_of(data: StudyData) -> str:
     arm = next((a for a in data.arms if a.kind == "baseline-no-env"), None)
+    base = data.space.get("baseline") or {}
+    deployed = ("xla_flags", "libtpu_flags", "libtpu_init_args", "env", "env_file")
+    if arm is None and data.space and not any(base.get(key) for key in deployed):
+        return ("The deployed env is empty (no flags or variables beyond those inherited), so baseline-no-env would "
+                "be the same run as baseline-deployed and was not run.")
     if arm is None or arm.estimate is None:
         return "baseline-no-env was not measured, so the effect of the deployed env is unknown."
     est = arm.estimate

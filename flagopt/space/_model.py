@@ -80,6 +80,18 @@ class Baseline:
     defaults: tuple[tuple[str, Scalar], ...] = ()  # flag name or env var -> image default
     env_file: str | None = None
 
+    @property
+    def has_deployed_env(self) -> bool:
+        """Whether the deployed state adds anything (XLA or libtpu flags, env vars) to the inherited environment.
+
+        When it adds nothing, ``baseline-no-env`` is the same run as ``baseline-deployed``: a study skips it.
+
+        Example:
+            >>> Baseline(args=(("per_device_batch_size", 1),)).has_deployed_env
+            False
+        """
+        return bool(self.xla_flags or self.libtpu_flags or self.env)
+
 
 @dataclass(frozen=True)
 class SlurmSpec:

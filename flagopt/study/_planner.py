@@ -127,6 +127,7 @@ class Planner:
                            f"({recent[-1].attrs.get('failure_class', 'failed')}: {recent[-1].attrs.get('failure_reason', '')}); "
                            "no trial can be scored. Fix the command or the deployed flags and run again.")
         no_env_due = not any(r.kind == NO_ENV and r.status != CANCELLED for r in records) and NO_ENV not in flying
+        no_env_due = no_env_due and space.baseline.has_deployed_env  # else no-env is the deployed run again
         if not ok_baselines:
             if BASELINE not in flying:
                 return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
@@ -172,7 +173,7 @@ class Planner:
             # still the one to deploy.
             eligible = [a for a in arms if a.estimate is not None and (space.numerics.allow or not a.numerics_flagged)]
             why = "every profile was evaluated and the space has no params to sample" if space.profiles \
-                else "the space has no profiles and no params: only the two baselines were compared"
+                else "the space has no profiles and no params: only the baselines were compared"
             return self.budget_verdict("budget", why, eligible, [arm_summary(a) for a in arms],
                                        self.noise_summary(records))
         return SAMPLE

@@ -51,6 +51,52 @@ def test_baseline_the_installed_xla_rejects_stops_before_any_trial(tmp_path, cap
     assert not (tmp_path / "db").exists()
 
 
+@pytest.mark.slow
+def test_preflight_says_which_xla_it_checked_when_the_trial_interpreter_cannot_be_asked(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    # A real interpreter without jax: a bare venv (the trial's python); and a command that is no python at all.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    params = "params: {async: {xla: xla_gpu_enable_async_collectives, choices: [true]}}"
+    for command, why in ((f'["{tmp_path}/bare/bin/python", "train.py"]', "the trial's interpreter cannot start jax"),
+                         ('["bash", "train.sh"]', "the command starts 'bash', not a Python interpreter")):
+        space = write(tmp_path, f"name: pfi\ncommand: {command}\n{params}\n")
+        assert main(["validate", "--space", str(space), "--preflight"]) == 2
+        out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+        assert why in out, out
+        assert f"checked flagopt's own jax {jax.__version__}" in out and "may not be the XLA the trial loads" in out
+        assert f"({sys.executable}): failed" in out and "removed in jaxlib 0.4.28" in out
+
+
+@pytest.mark.slow
+def test_preflight_asks_the_trials_own_interpreter(tmp_path, capsys):
+    import sys
+
+    space = write(tmp_path, f"""
+        name: pfo
+        command: ["{sys.executable}", "train.py"]
+        params: {{lhs: {{xla: xla_gpu_enable_latency_hiding_scheduler, choices: [true]}}}}
+    """)
+    assert main(["validate", "--space", str(space), "--preflight"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"pre-flight against jax {jax.__version__} / jaxlib" in out and f"({sys.executable}): ok" in out
+    assert "checked flagopt's own" not in out
+
+
+def test_a_missing_interpreter_path_stops_run_before_anything_is_written(tmp_path, capsys):
+    space = write(tmp_path, f"""
+        name: nopy
+        command: [".venv-none/bin/python", "-m", "maxtext.trainers.pre_train.train"]
+        workdir: {tmp_path}
+    """)
+    storage = f"sqlite:///{tmp_path}/db/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"command: .venv-none/bin/python does not exist (in workdir {tmp_path})" in err
+    assert not (tmp_path / "db").exists()
+
+
 @pytest.mark.parametrize("fixture", ["h200x2_lm_fsdp", "h200x2_lm_pp", "h200x2_fsdp"])
 def test_evidence_json_counts_match_the_dump(fixture, capsys):
     path = FIXTURES / fixture

@@ -130,6 +130,7 @@ def node_set_down(name: str) -> Iterator[Callable[[], None]]:
 def test_study_on_two_pinned_nodes_runs_every_trial_there(slurm_cluster: set[str], tmp_path: Path) -> None:
     space = write_space(tmp_path, f"""
         name: pinned
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         command: {FAULTY}
         executor: {{kind: slurm, slurm: {{nodelist: "node1,node2", nodes: 2, tasks_per_node: 1}}}}
         profiles:
@@ -166,6 +167,7 @@ def test_study_on_two_pinned_nodes_runs_every_trial_there(slurm_cluster: set[str
 def test_cancelled_and_hung_trials_are_recorded(slurm_cluster: set[str], tmp_path: Path) -> None:
     space = write_space(tmp_path, f"""
         name: cancelling
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         command: {FAULTY}
         timeout_min: 1
         executor: {{kind: slurm, slurm: {{nodelist: node3}}}}
@@ -235,6 +237,7 @@ def test_pinned_node_down_mid_study_stops_with_a_report(slurm_cluster: set[str],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     space = write_space(tmp_path, """
         name: lost-node
+        baseline: {env: {FLAGOPT_DEPLOYED: "1"}}  # something deployed, so wave 1 is both baselines
         command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.15"]
         executor: {kind: slurm, slurm: {nodelist: node2, pending_deadline_min: 0.5}}
         profiles:
@@ -302,6 +305,7 @@ def test_changed_nodelist_is_refused_unless_rebaselined(slurm_cluster: set[str],
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     space = write_space(tmp_path, f"""
         name: moved
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         command: {FAULTY}
         executor: {{kind: slurm, slurm: {{nodelist: node3}}}}
         profiles:

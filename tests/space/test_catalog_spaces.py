@@ -16,8 +16,11 @@ from flagopt.space import Space, TrialConfig, load_space, render_value
 
 CATALOG = Path(__file__).resolve().parents[2] / "search_spaces"
 ALL_FILES = sorted(p.name for p in CATALOG.glob("*.yaml"))
-MAXTEXT = ["fsdp.yaml", "pp.yaml", "tp.yaml", "tpu.yaml"]
+MAXTEXT = ["fsdp.yaml", "pp.yaml", "tp.yaml", "tpu.yaml", "maxtext_cpu.yaml"]
 GPU = ["fsdp.yaml", "pp.yaml", "tp.yaml"]
+# A source checkout (python3 -m MaxText.train MaxText/configs/base.yml) or the packaged trainer.
+TRAINERS = {("MaxText.train", "MaxText/configs/base.yml"),
+            ("maxtext.trainers.pre_train.train", "src/maxtext/configs/base.yml")}
 # "# <flag> dropped: removed in jaxlib <version>" next to a recipe profile.
 DROPPED = re.compile(r"#\s*(xla_[a-z0-9_]+)\S*\s+dropped: removed in jaxlib ([0-9.]+)")
 
@@ -63,7 +66,7 @@ def test_every_catalog_file_loads(name):
 @pytest.mark.parametrize("name", MAXTEXT)
 def test_maxtext_spaces_run_a_short_synthetic_job_measured_in_its_steady_window(name):
     s = space(name)
-    assert s.command[:3] == ("python3", "-m", "MaxText.train")
+    assert s.command[1] == "-m" and (s.command[2], s.command[3]) in TRAINERS
     args = args_of(s.command)
     assert args["dataset_type"] == "synthetic"
     steps = int(args["steps"])

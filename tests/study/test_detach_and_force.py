@@ -60,6 +60,7 @@ def test_detach_returns_within_seconds_and_the_next_run_reattaches(write_space, 
         name: detached
         workdir: {tmp_path}
         command: ["{{python}}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.6"]
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         stop: {{max_trials: 2, max_null: 100}}
         noise: {{baseline_every: 100}}
     """)
@@ -90,6 +91,7 @@ def test_force_refuses_to_take_the_lock_of_a_live_driver(write_space, storage, t
     space = write_space("""
         name: forced
         command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.3"]
+        baseline: {env: {FLAGOPT_DEPLOYED: "1"}}  # something deployed, so wave 1 is both baselines
         stop: {max_trials: 2, max_null: 100}
         noise: {baseline_every: 100}
     """)

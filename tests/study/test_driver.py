@@ -22,6 +22,7 @@ def test_resume_continues_the_study_without_duplicates(write_space, storage):
     space = write_space(f"""
         name: resume
         command: {FAULTY}
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         params:
           tps: {{arg: tokens_per_s, choices: [50000, 50100, 49900]}}
         profiles:

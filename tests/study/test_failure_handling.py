@@ -82,6 +82,7 @@ def test_sigkilled_driver_resumes_without_losing_or_rerunning(write_space, stora
         name: killed
         workdir: {tmp_path}
         command: ["{{python}}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.25"]
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         profiles:
           p: {{env: {{FOO: "1"}}}}
         stop: {{max_trials: 3, max_null: 100}}

@@ -40,6 +40,7 @@ def test_profile_never_submitted_is_run_on_resume(write_space, storage):
     space = write_space(f"""
         name: unsubmitted
         command: {FAULTY}
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
         profiles:
           a: {{env: {{FOO: "1"}}}}
           b: {{env: {{FOO: "2"}}}}

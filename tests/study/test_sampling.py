@@ -9,6 +9,7 @@ SPACE = """
     name: {name}
     command: ["{{python}}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.003"]
     seed: 7
+    baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}  # something deployed, so wave 1 is both baselines
     params:
       tps: {{arg: tokens_per_s, type: int, low: 49900, high: 50100}}
     stop: {{max_trials: 40, max_null: 100}}
