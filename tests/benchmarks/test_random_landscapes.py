@@ -30,6 +30,7 @@ def test_every_landscape_meets_its_family_definition(family: str, tmp_path: Path
         assert 4 <= len(land.params) <= 8 and 0.003 <= land.noise["run"] <= 0.01
         assert 0.01 <= land.drift_model["total"] <= 0.04 and land.drift_model["launches"] == 80
         kinds.update(p.type for p in land.params.values())
+        assert land.oom_bytes({}) is None, f"{family}-{seed}: the deployed job itself runs out of memory"
         best = land.best()
         assert land.oom_bytes(best.settings, on_baseline=False) is None
         if family == "rand-win":
