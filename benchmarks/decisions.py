@@ -209,7 +209,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         done_per: dict[str, int] = {}
         for future in as_completed(futures):
             task = futures[future]
-            got, said = future.result()
+            try:
+                got, said = future.result()
+            except Exception as exc:  # one broken task must not lose an hour of results: say it, count it out
+                notes.add(f"{task.name} seed {task.seed} failed and is left out: {type(exc).__name__}: {exc}")
+                console.print(f"[red]{task.name} seed {task.seed} failed: {exc}[/red]")
+                got, said = [], set()
             results.extend(got)
             notes.update(said)
             bar.update(progress, advance=1, description=f"{task.name} seed {task.seed}")
