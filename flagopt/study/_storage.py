@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import optuna
@@ -89,10 +90,18 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
             check_sqlite_file(path, url)
     if url.startswith(JOURNAL_PREFIX):
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 30}} if url.startswith("sqlite") else None)
-    except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
-        raise StudyError("--storage", url, f"cannot open the study storage: {exc}") from None
+    kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else None
+    for attempt in range(3):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
+            # Two processes creating the same new storage at once (`run` starting while `status` opens it) race
+            # on the schema's version row; the loser finds the schema there a moment later.
+            if "alembic_version" in str(exc) and attempt < 2:
+                time.sleep(0.5)
+                continue
+            raise StudyError("--storage", url, f"cannot open the study storage: {exc}") from None
+    raise AssertionError("unreachable")
 
 
 def storage_url(url: str | None) -> str:

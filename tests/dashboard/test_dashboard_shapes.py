@@ -59,7 +59,7 @@ def test_param_importances_of_a_study_whose_every_sampled_run_failed(tmp_path):
     study = load_study(storage, "all-failed")
     complete, failed = ([t for t in study.trials if t.state == state]
                         for state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL))
-    assert len(complete) >= 2 and not any(t.params for t in complete) and any(t.params for t in failed)
+    assert len(complete) >= 1 and not any(t.params for t in complete) and any(t.params for t in failed)
     server = make_server(storage, port=0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
