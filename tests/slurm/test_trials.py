@@ -83,13 +83,15 @@ def test_slurm_time_limit_is_reported_as_timeout(slurm_cluster: set[str], tmp_pa
     assert result.rank0 is not None and result.rank0.killed_by == "signal", result.error
 
 
-def test_exception_in_the_job_is_reported_with_its_trace(slurm_cluster: set[str], tmp_path: Path) -> None:
+def test_a_command_that_cannot_start_on_the_node_is_exit_127_with_the_reason_in_its_log(
+        slurm_cluster: set[str], tmp_path: Path) -> None:
     launch = TrialLaunch(argv=("/nonexistent/trainer",), env={}, workdir=str(tmp_path), trial_dir=str(tmp_path / "t"))
     job = executor(tmp_path, nodelist="node2").submit(launch)
     result = job.result(timeout_s=120)
-    assert result.outcomes == ()
-    assert "FileNotFoundError" in result.error and "/nonexistent/trainer" in result.error
-    assert result.state == "FAILED" == sacct_field(job.job_id, "State")
+    assert result.rank0 is not None and result.rank0.exit_code == 127, result.error
+    log = Path(result.rank0.log_path).read_text()
+    assert "FileNotFoundError" in log and "/nonexistent/trainer" in log
+    assert result.rank0.extra.get("slurm_node") == "node2"
 
 
 def test_unknown_nodelist_fails_at_submit_with_slurms_message(slurm_cluster: set[str], tmp_path: Path) -> None:
