@@ -70,13 +70,14 @@ def test_dashboard_lists_the_study_and_shows_attrs_and_note(browser, dashboard, 
     page.close()
 
 
-def test_trial_user_attrs_are_visible(browser, dashboard):
+def test_trial_user_attrs_are_visible(browser, dashboard, fsdp):
     url, study_id = dashboard
     page = browser.new_page()
     page.goto(f"{url}/dashboard/studies/{study_id}/trials")
     wait_text(page, "config_key")
     assert "baseline-deployed" in page.inner_text("body")
-    hostile = page.get_by_text("Trial 4", exact=True).first
+    number = next(r.number for r in fsdp.records if r.profile == "hostile")
+    hostile = page.get_by_text(f"Trial {number}", exact=True).first
     hostile.click()
     wait_text(page, "NCCL_HOSTILE")
     assert HOSTILE_ENV in page.inner_text("body")
