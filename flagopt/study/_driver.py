@@ -214,13 +214,8 @@ class StudyRunner(Launching, Recovery):
             if blame is not None:
                 # A setting that made earlier runs fail deterministically: a constraint violation the sampler
                 # learns from, without spending a run.
-                trial.set_constraint("failure", 1.0)
-                self._set_attrs(trial, {"kind": "sampled", "profile": "sampled", "config_key": config.config_key,
-                                        "settings": config.settings(), "status": R.INVALID,
-                                        "failure_class": blame.failure_class,
-                                        "failure_reason": f"not run: {blame.sentence()}",
-                                        "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0))})
-                self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                self._tell_static(trial, config, "sampled", R.INVALID, constraint="failure",
+                                  failure_class=blame.failure_class, failure_reason=f"not run: {blame.sentence()}")
                 continue
             if not changed:
                 self._tell_static(trial, config, "sampled", R.INVALID, failure_reason="not run: the sampled point is "
@@ -233,11 +228,15 @@ class StudyRunner(Launching, Recovery):
                                  f"({', '.join(sorted(excluded) + [b.sentence() for b in blames])}); "
                                  "remove them from the space")
 
-    def _tell_static(self, trial: optuna.trial.Trial, config: TrialConfig, kind: str, status: str, **attrs: Any) -> None:
+    def _tell_static(self, trial: optuna.trial.Trial, config: TrialConfig, kind: str, status: str, *,
+                     constraint: str | None = None, **attrs: Any) -> None:
+        """Record a trial that never ran: FAIL, or PRUNED with ``constraint`` violated (samplers learn from that)."""
         self._set_attrs(trial, {"kind": kind, "profile": config.profile, "config_key": config.config_key,
                                 "settings": config.settings(), "status": status,
                                 "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0)), **attrs})
-        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        if constraint is not None:
+            trial.set_constraint(constraint, 1.0)
+        self.study.tell(trial, state=optuna.trial.TrialState.PRUNED if constraint else optuna.trial.TrialState.FAIL)
 
     def _set_attrs(self, trial: optuna.trial.Trial | int, attrs: dict[str, Any]) -> None:
         trial_id = trial._trial_id if isinstance(trial, optuna.trial.Trial) else trial

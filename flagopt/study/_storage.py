@@ -91,17 +91,17 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     if url.startswith(JOURNAL_PREFIX):
         return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
     kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else None
-    for attempt in range(3):
+    attempt = 0
+    while True:
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
         except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
             # Two processes creating the same new storage at once (`run` starting while `status` opens it) race
             # on the schema's version row; the loser finds the schema there a moment later.
-            if "alembic_version" in str(exc) and attempt < 2:
-                time.sleep(0.5)
-                continue
-            raise StudyError("--storage", url, f"cannot open the study storage: {exc}") from None
-    raise AssertionError("unreachable")
+            attempt += 1
+            if "alembic_version" not in str(exc) or attempt >= 3:
+                raise StudyError("--storage", url, f"cannot open the study storage: {exc}") from None
+            time.sleep(0.5)
 
 
 def storage_url(url: str | None) -> str:
