@@ -33,16 +33,20 @@ def clean_environment(land: Landscape) -> dict[str, str]:
 
 
 def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 60,
-                space_options: dict[str, Any] | None = None) -> Choice:
+                space_options: dict[str, Any] | None = None, slots: int = 1,
+                slot_speed: dict[str, float] | None = None, slot_phase: dict[str, float] | None = None) -> Choice:
     """Run a whole study until its stop verdict; the choice is the verdict's winner (the baseline when none).
 
     ``space_options`` are merged into the space file (:func:`benchmarks._spaces.space_data`), e.g.
     ``{"stop": {"refine": 20}}``. ``detail`` carries the verdict reason, the winner's label, its estimated
-    interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records) and
-    the simulated run-seconds.
+    interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records),
+    the simulated run-seconds and the virtual wall time (``wall_seconds``: with ``slots`` > 1 the runs overlap;
+    slots are named ``slot0``, ``slot1``...; ``slot_speed`` and ``slot_phase`` by those names).
     """
     space = write_space(land, seed, folder, max_trials=max_trials, **(space_options or {}))
-    executor = SimExecutor(folder / "jobs", base_env=clean_environment(land))
+    names = [f"slot{i}" for i in range(slots)] if slots > 1 else [""]
+    executor = SimExecutor(folder / "jobs", base_env=clean_environment(land), slots=names, slot_speed=slot_speed,
+                           slot_phase=slot_phase)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         runner = StudyRunner(space, executor, storage=f"sqlite:///{folder}/flagopt.db",
@@ -63,7 +67,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
               "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
               "winner_lo_familywise": _familywise_lo(runner, winner), "log": log,
-              "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults)}
+              "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults),
+              "wall_seconds": executor.wall_seconds, "slot_launches": list(executor.slot_launches)}
     return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)
 
 

@@ -9,8 +9,13 @@ launch that hangs is reported as ``run_trial``'s hang watchdog reports it (``kil
 ``run_seconds`` and ``faults`` keep each launch's simulated duration (a hang includes the watchdog's wait) and
 infrastructure or setting failure, for the benchmark's run-seconds.
 
-Time is virtual: launch ``i`` starts at ``epoch + i * period_s`` and lasts as long as its simulated steps, so
-drift correction sees a clock that moves with the launches, as on a cluster.
+Time is virtual and every launch occupies its slot for ``period_s``: with one slot, launch ``i`` starts at
+``epoch + i * period_s``, so drift correction sees a clock that moves with the launches, as on a cluster. With
+several ``slots`` (node groups) each runs one job at a time on its own timeline; a job is done once the virtual
+clock reaches its end, and the clock moves to the next end when the driver polls a job that is still running, so
+the driver sees jobs finish in the order they would on a cluster. ``wall_seconds`` is the virtual time used. Each
+slot may have its own speed factor (``slot_speed``, via the sim job's ``FLAGOPT_SIM_NODE_SPEED``) and its own
+place on the drift curve (``slot_phase``, in launches).
 
 Example:
     >>> from flagopt.executors import TrialLaunch
@@ -72,7 +77,7 @@ def _popen_code(shell_code: int) -> int:
     return shell_code
 
 
-def simulate(argv: Sequence[str], env: Mapping[str, str], launch: int) -> SimRun:
+def simulate(argv: Sequence[str], env: Mapping[str, str], launch: int, *, drift_index: float | None = None) -> SimRun:
     """Run the sim job's logic in-process: the same text and exit status as ``sim.main`` in a subprocess.
 
     Args:
@@ -85,19 +90,29 @@ def simulate(argv: Sequence[str], env: Mapping[str, str], launch: int) -> SimRun
         return SimRun(_emit.RUNTIME_ERROR_EXIT_CODE, parsed + "\n")
     opts, args = parsed
     index = int(opts["launch"]) if opts["launch"] else launch
-    job = run_job(opts, args, env, index)
+    job = run_job(opts, args, env, index, drift_index=drift_index)
     text = "".join(line + "\n" for line in job.stdout) + (job.stderr + "\n" if job.stderr else "")
     return SimRun(_popen_code(job.exit_code), text, job.step_seconds, job.seconds, job.hangs, job.fault)
 
 
 class SimJob(TrialJob):
-    """A job that finished when it was submitted."""
+    """A job whose result is known at submission and which ends when the virtual clock reaches ``ends_at``."""
 
-    def __init__(self, job_id: str, outcome: RunOutcome) -> None:
+    def __init__(self, job_id: str, outcome: RunOutcome, executor: SimExecutor | None = None,
+                 ends_at: float = 0.0) -> None:
         self.job_id = job_id
         self._outcome = outcome
+        self._executor = executor
+        self.ends_at = ends_at
 
     def status(self) -> JobStatus:
+        ex = self._executor
+        if ex is not None and ex.clock < self.ends_at:
+            ex.advance()
+            if ex.clock < self.ends_at:
+                return JobStatus(self.job_id, "RUNNING", False)
+        if ex is not None:
+            ex.finished(self)
         return JobStatus(self.job_id, "FINISHED", True)
 
     def cancel(self) -> None:
@@ -118,23 +133,56 @@ class SimExecutor(BaseExecutor):
 
     kind = "sim"
 
-    def __init__(self, folder: Path, *, period_s: float = 60.0, base_env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, folder: Path, *, period_s: float = 60.0, base_env: Mapping[str, str] | None = None,
+                 slots: Sequence[str] = ("",), slot_speed: Mapping[str, float] | None = None,
+                 slot_phase: Mapping[str, float] | None = None) -> None:
         super().__init__(folder)
         self.period_s = period_s
         self.base_env = dict(os.environ if base_env is None else base_env)
+        self._slots = tuple(slots)
+        self.slot_speed = dict(slot_speed or {})
+        self.slot_phase = dict(slot_phase or {})
+        self.clock = VIRTUAL_EPOCH
+        self._free_at = {slot: VIRTUAL_EPOCH for slot in self._slots}
+        self._running: list[SimJob] = []
+        self.slot_launches: list[str] = []  # the slot of each launch
         self.launches = 0
         self.run_seconds: list[float] = []  # simulated duration of each launch (a hang counts the watchdog's wait)
         self.faults: list[str | None] = []  # why each launch failed (None: it did not)
 
-    def submit(self, launch: TrialLaunch) -> TrialJob:
+    @property
+    def slots(self) -> tuple[str, ...]:
+        return self._slots
+
+    @property
+    def wall_seconds(self) -> float:
+        """Virtual time from the first launch to the end of the last."""
+        return max([self.clock, *self._free_at.values()]) - VIRTUAL_EPOCH
+
+    def advance(self) -> None:
+        """Move the virtual clock to the next end of a job still running."""
+        if self._running:
+            self.clock = max(self.clock, min(job.ends_at for job in self._running))
+
+    def finished(self, job: SimJob) -> None:
+        if job in self._running:
+            self._running.remove(job)
+
+    def submit(self, launch: TrialLaunch, slot: str = "") -> TrialJob:
         index = self.launches
         self.launches += 1
+        started = max(self.clock, self._free_at.get(slot, self.clock))
+        self._free_at[slot] = started + self.period_s
         env = child_environment(launch.env, self.base_env)
-        run = simulate(launch.argv, env, index)
+        if self.slot_speed:
+            env["FLAGOPT_SIM_NODE"] = slot
+            env["FLAGOPT_SIM_NODE_SPEED"] = ",".join(f"{s}={f}" for s, f in self.slot_speed.items())
+        drift_index = (started - VIRTUAL_EPOCH) / self.period_s + self.slot_phase.get(slot, 0.0)
+        run = simulate(launch.argv, env, index, drift_index=drift_index)
+        self.slot_launches.append(slot)
         log_path = log_path_for(launch.trial_dir, 0)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text(run.text)
-        started = VIRTUAL_EPOCH + index * self.period_s
         exit_code, killed_by, seconds = run.exit_code, None, run.seconds
         if run.hangs:
             # run_trial's watchdog: no new step for hang_s -> SIGTERM to the process group, which ends the job
@@ -152,7 +200,9 @@ class SimExecutor(BaseExecutor):
                              ended_at=started + span, first_step_at=started + min(float(ends[0]), span) if ends else None,
                              last_step_at=started + last_step if last_step is not None else None,
                              log_path=str(log_path))
-        return SimJob(f"sim-{index}", outcome)
+        job = SimJob(f"sim-{index}", outcome, self, started + self.period_s)
+        self._running.append(job)
+        return job
 
     def describe(self) -> dict[str, object]:
         return {"kind": self.kind, "nodelist": None}

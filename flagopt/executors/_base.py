@@ -67,12 +67,24 @@ class BaseExecutor(abc.ABC):
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
+    #: Jobs one slot may hold at once: more than one when the scheduler queues the next behind the running one.
+    jobs_per_slot: int = 1
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The blocks of hardware trials run on, one job (or queue) each; ``("",)``: one, unnamed."""
+        return ("",)
+
     @abc.abstractmethod
-    def submit(self, launch: TrialLaunch) -> TrialJob:
-        """Start ``launch`` and return its job at once (do not wait)."""
+    def submit(self, launch: TrialLaunch, slot: str = "") -> TrialJob:
+        """Start ``launch`` on ``slot`` (one of :attr:`slots`) and return its job at once (do not wait)."""
 
     def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
         """Re-attach to a job submitted by an earlier driver, or ``None`` when it cannot be found."""
+        return None
+
+    def slot_problem(self, slot: str) -> str | None:
+        """Why ``slot`` cannot run trials any more (a node down), or ``None`` while it can."""
         return None
 
     def describe(self) -> dict[str, object]:

@@ -102,7 +102,7 @@ class LocalExecutor(BaseExecutor):
         # The runner enforces the trial's own timeout; submitit's is a backstop a little later.
         self._executor.update_parameters(timeout_min=max(1, int(timeout_min) + 2))
 
-    def submit(self, launch: TrialLaunch) -> TrialJob:
+    def submit(self, launch: TrialLaunch, slot: str = "") -> TrialJob:
         env = dict(launch.env)
         for name in _GPU_VARS:
             env.setdefault(name, os.environ.get(name))

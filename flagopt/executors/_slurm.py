@@ -21,7 +21,14 @@ from submitit.core.utils import FailedJobError, UncompletedJobError
 from flagopt.errors import FlagoptError, StudyError
 from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, run_trial
-from flagopt.executors._slurm_query import DONE_STATES, SlurmJobInfo, SlurmUnavailable, query_job, run_slurm
+from flagopt.executors._slurm_query import (
+    DONE_STATES,
+    SlurmJobInfo,
+    SlurmUnavailable,
+    check_pinned_nodes,
+    query_job,
+    run_slurm,
+)
 from flagopt.space import SlurmSpec
 
 #: A trial with no timeout of its own still needs a Slurm limit: submitit would otherwise impose 5 minutes.
@@ -199,6 +206,8 @@ class SlurmExecutor(BaseExecutor):
     """
 
     kind = "slurm"
+    #: The next job waits in Slurm's queue on the slot's nodes, so they never sit idle between two trials.
+    jobs_per_slot = 2
 
     def __init__(self, folder: Path, settings: SlurmSettings | None = None, *, poll_interval_s: float = 1.0) -> None:
         super().__init__(folder)
@@ -209,7 +218,22 @@ class SlurmExecutor(BaseExecutor):
         except RuntimeError as exc:  # submitit: 'Could not detect "srun"'
             raise StudyError("slurm", None, f"{exc}: run flagopt on a Slurm login node") from exc
 
-    def _parameters(self, launch: TrialLaunch) -> dict[str, object]:
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """Each pinned nodelist (``executor.slurm.slots``, or the one ``nodelist``); ``("",)`` when none is pinned."""
+        return tuple(n or "" for n in self.settings.slot_nodelists)
+
+    def slot_problem(self, slot: str) -> str | None:
+        """Why a pinned slot cannot run jobs (a node DOWN, DRAINED or unknown to Slurm), or ``None``."""
+        if not slot:
+            return None
+        try:
+            check_pinned_nodes(slot)
+        except StudyError as exc:
+            return exc.reason
+        return None
+
+    def _parameters(self, launch: TrialLaunch, slot: str = "") -> dict[str, object]:
         s = self.settings
         return {
             "job_name": f"flagopt-{Path(launch.trial_dir).name}",
@@ -217,7 +241,7 @@ class SlurmExecutor(BaseExecutor):
             "nodes": s.nodes,
             "ntasks_per_node": s.tasks_per_node,
             "partition": s.partition,
-            "nodelist": s.nodelist,
+            "nodelist": slot or s.nodelist,
             "gpus_per_node": s.gpus_per_node,
             "cpus_per_task": s.cpus_per_task,
             "account": s.account,
@@ -230,13 +254,13 @@ class SlurmExecutor(BaseExecutor):
             "additional_parameters": {"signal": "URG@1", **dict(s.additional)},
         }
 
-    def submit(self, launch: TrialLaunch) -> SlurmTrialJob:
-        """``sbatch`` the trial and return at once.
+    def submit(self, launch: TrialLaunch, slot: str = "") -> SlurmTrialJob:
+        """``sbatch`` the trial on the nodes of ``slot`` and return at once.
 
         Raises:
             StudyError: sbatch refused the job (``Invalid node name specified``, an unknown partition or account).
         """
-        self._executor.update_parameters(**self._parameters(launch))
+        self._executor.update_parameters(**self._parameters(launch, slot))
         try:
             job = self._executor.submit(slurm_task, launch)
         except FailedJobError as exc:
@@ -261,6 +285,7 @@ class SlurmExecutor(BaseExecutor):
         return {
             "kind": self.kind,
             "nodelist": s.nodelist,
+            "slots": list(s.slots),
             "partition": s.partition,
             "nodes": s.nodes,
             "tasks_per_node": s.tasks_per_node,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -368,7 +369,7 @@ def _executor(r: Reader) -> ExecutorSpec:
     r.only("kind", "slurm")
     kind = _choice(r, "kind", ("local", "slurm"), "local")
     s = r.sub("slurm")
-    s.only("partition", "nodelist", "nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "account",
+    s.only("partition", "nodelist", "slots", "nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "account",
            "qos", "exclusive", "additional", "pending_deadline_min")
     additional = s.sub("additional")
     for k, v in additional.data.items():
@@ -387,7 +388,30 @@ def _executor(r: Reader) -> ExecutorSpec:
         value = getattr(slurm, key)
         if value is not None:
             check_value(r.source, s.key(key), value)
-    return ExecutorSpec(kind=kind, slurm=slurm)
+    slots = _slots(s)
+    if slots and slurm.nodelist is not None:
+        s.fail("give either nodelist (one slot) or slots (several), not both", s.key("slots"))
+    return ExecutorSpec(kind=kind, slurm=replace(slurm, slots=slots))
+
+
+def _slots(s: Reader) -> tuple[str, ...]:
+    raw = s.get("slots", list)
+    if raw is None:
+        return ()
+    if not raw:
+        s.fail("must list at least one nodelist", s.key("slots"))
+    out: list[str] = []
+    for i, item in enumerate(raw):
+        key = f"{s.key('slots')}[{i}]"
+        if not isinstance(item, str) or not item.strip():
+            s.fail(f"must be a nodelist such as gpu[01-08], got {item!r}", key)
+        check_value(s.source, key, item)
+        if not re.match(r"[A-Za-z0-9_.,\[\]-]+\Z", item):
+            s.fail(f"{item!r} is not a Slurm nodelist (names, ranges in [], commas)", key)
+        if item in out:
+            s.fail(f"{item!r} is listed twice: each slot is its own node group", key)
+        out.append(item)
+    return tuple(out)
 
 
 def _stop(r: Reader) -> StopSpec:

@@ -99,10 +99,20 @@ class SlurmSpec:
 
     :class:`flagopt.executors.SlurmSettings` is this plus what only the executor decides; ``run --nodelist`` and
     ``--partition`` replace fields of it. The YAML key ``time`` is ``time_min`` here.
+
+    ``slots`` are several pinned nodelists of the same shape: a trial runs on one of them, each is its own block
+    of hardware (own baselines and drift). ``nodelist`` is the one-slot case; a spec has one or the other.
+
+    Example:
+        >>> SlurmSpec(slots=("gpu[01-02]", "gpu[03-04]"), nodes=2).slot_nodelists
+        ('gpu[01-02]', 'gpu[03-04]')
+        >>> SlurmSpec(nodelist="gpu[01-02]").slot_nodelists
+        ('gpu[01-02]',)
     """
 
     partition: str | None = None
     nodelist: str | None = None
+    slots: tuple[str, ...] = ()
     nodes: int = 1
     tasks_per_node: int = 1
     gpus_per_node: int | None = None
@@ -113,6 +123,11 @@ class SlurmSpec:
     exclusive: bool = True
     additional: tuple[tuple[str, str], ...] = ()
     pending_deadline_min: float = 10.0
+
+    @property
+    def slot_nodelists(self) -> tuple[str | None, ...]:
+        """The pinned nodelist of every slot; ``(None,)`` when nothing is pinned (any nodes of the partition)."""
+        return self.slots or (self.nodelist,)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,9 @@ baseline runs just before and just after it (linear interpolation between neighb
 drift that is linear is removed exactly, and a smooth drift nearly so; a trial after the last control is compared
 with that control (flat extrapolation) and its uncertainty grows with the distance times the drift speed, until the
 next control arrives and the trial is re-scored by interpolation.
+
+A study on several slots (node groups) measures each run against the baselines of its own slot (``Run.block``):
+each slot has its own level and its own drift, and a gain is a comparison within one piece of hardware.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-from flagopt.stats._noise import Run, noise_estimate
+from flagopt.stats._noise import Run, by_block, noise_estimate, runs_of_block
 
 
 @dataclass(frozen=True)
@@ -66,7 +69,8 @@ def _weights(groups: _Groups, t: float) -> tuple[dict[int, float], float]:
 def drift_rate(baselines: Sequence[Run], *, window: int | None = None) -> Estimate:
     """Relative drift per unit of ``t``: the Theil-Sen slope of the (last ``window``) baselines, robust to outliers.
 
-    The standard error comes from the least-squares fit of the same points (zero with fewer than three).
+    The standard error comes from the least-squares fit of the same points (zero with fewer than three). Give it
+    the baselines of one block: a slope across node groups would read their offset as drift.
     """
     runs = sorted((r for r in baselines if r.value > 0), key=lambda r: r.t)
     if window:
@@ -81,22 +85,24 @@ def drift_rate(baselines: Sequence[Run], *, window: int | None = None) -> Estima
     return Estimate(slope, 0.0 if math.isnan(se) else se)
 
 
-def baseline_at(baselines: Sequence[Run], t: float, *, sigma: float | None = None) -> Estimate:
-    """Drift-corrected baseline level at ``t`` and its standard error.
+def baseline_at(baselines: Sequence[Run], t: float, *, sigma: float | None = None, block: str = "") -> Estimate:
+    """Drift-corrected baseline level at ``t`` (on ``block``) and its standard error.
 
     Args:
         baselines: the baseline-deployed runs of the study.
         t: the moment to estimate the level at.
         sigma: relative run-to-run noise; estimated from ``baselines`` when omitted.
+        block: the slot whose level is wanted (its baselines only; all of them while it has none).
 
     Example:
         >>> runs = [Run(t=0, value=100.0), Run(t=4, value=104.0)]
         >>> baseline_at(runs, 1.0, sigma=0.0).value
         101.0
     """
-    groups = _groups(baselines)
     if sigma is None:
         sigma = noise_estimate(baselines).sigma
+    baselines = runs_of_block(baselines, block)
+    groups = _groups(baselines)
     weights, distance = _weights(groups, t)
     level = sum(w * groups.means[i] for i, w in weights.items())
     rel_var = sigma**2 * sum(w**2 / groups.counts[i] for i, w in weights.items())
@@ -105,7 +111,10 @@ def baseline_at(baselines: Sequence[Run], t: float, *, sigma: float | None = Non
 
 
 def extrapolation_var(baselines: Sequence[Run], distance: float) -> float:
-    """Relative variance added by comparing with a baseline ``distance`` away: (bias^2 + slope uncertainty^2) d^2."""
+    """Relative variance added by comparing with a baseline ``distance`` away: (bias^2 + slope uncertainty^2) d^2.
+
+    ``baselines`` are one block's.
+    """
     if distance <= 0:
         return 0.0
     rate = drift_rate(baselines)
@@ -115,17 +124,31 @@ def extrapolation_var(baselines: Sequence[Run], distance: float) -> float:
 def gains(arm_runs: Sequence[Run], baselines: Sequence[Run]) -> list[float]:
     """Per-run relative gain of ``arm_runs`` over the drift-corrected baseline at each run's time.
 
+    Each run is compared with the baselines of its own block.
+
     Example:
         >>> base = [Run(t=0, value=100.0), Run(t=2, value=102.0)]
         >>> [round(g, 4) for g in gains([Run(t=1, value=106.05)], base)]
         [0.05]
+        >>> slow = [Run(t=0, value=97.0, block="b"), Run(t=2, value=98.94, block="b")]
+        >>> [round(g, 4) for g in gains([Run(t=1, value=102.8685, block="b")], base + slow)]
+        [0.05]
     """
-    groups = _groups(baselines)
     out = []
+    blocks = _block_groups(baselines)
     for run in arm_runs:
+        groups = blocks.get(run.block) or blocks[None]
         weights, _ = _weights(groups, run.t)
         level = sum(w * groups.means[i] for i, w in weights.items())
         out.append(float(run.value / level - 1.0))
+    return out
+
+
+def _block_groups(baselines: Sequence[Run]) -> dict[str | None, _Groups]:
+    """Each block's baseline groups, and under ``None`` all of them (for a block without baselines yet)."""
+    out: dict[str | None, _Groups] = {b: _groups(runs) for b, runs in by_block(baselines).items()
+                                      if any(r.value > 0 for r in runs)}
+    out[None] = _groups(baselines)
     return out
 
 
@@ -165,19 +188,21 @@ def mean_gain_terms(arm_runs: Sequence[Run], baselines: Sequence[Run]) -> tuple[
 
     The mean gain is a linear combination of all runs' relative noise: each arm run enters with weight
     ``(1 + g_j) / n`` and each baseline group ``i`` with ``-(sum_j (1 + g_j) w_ji) / n`` over its ``counts_i``
-    runs. Returns ``(g, arm_coef2, base_coef2, ext)``: ``sigma^2 * (arm_coef2 + base_coef2)`` is the variance of
-    the mean gain due to run noise (arm part, baseline part), ``ext`` the per-run extrapolation variances.
+    runs (groups of the run's own block). Returns ``(g, arm_coef2, base_coef2, ext)``: ``sigma^2 * (arm_coef2 +
+    base_coef2)`` is the variance of the mean gain due to run noise (arm part, baseline part), ``ext`` the per-run
+    extrapolation variances.
     """
-    groups = _groups(baselines)
+    blocks = _block_groups(baselines)
     n = len(arm_runs)
     g = np.array(gains(arm_runs, baselines))
     arm_part = float(np.sum((1.0 + g) ** 2)) / n**2
-    base_coef = np.zeros(len(groups.times))
+    base_coef = {b: np.zeros(len(groups.times)) for b, groups in blocks.items()}
     ext = np.zeros(n)
     for j, run in enumerate(arm_runs):
-        weights, distance = _weights(groups, run.t)
+        block = run.block if run.block in blocks else None
+        weights, distance = _weights(blocks[block], run.t)
         for i, w in weights.items():
-            base_coef[i] += (1.0 + g[j]) * w / n
-        ext[j] = extrapolation_var(baselines, distance)
-    base_part = float(np.sum(base_coef**2 / groups.counts))
+            base_coef[block][i] += (1.0 + g[j]) * w / n
+        ext[j] = extrapolation_var(runs_of_block(baselines, run.block), distance)
+    base_part = float(sum(np.sum(coef**2 / blocks[b].counts) for b, coef in base_coef.items()))
     return g, arm_part, base_part, ext

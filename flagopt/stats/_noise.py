@@ -23,6 +23,8 @@ class Run:
         value: the steady-state metric (tokens/s/device, higher is better).
         step_std: spread of the per-step values inside the steady-state window.
         n_steps: how many steps the window holds.
+        block: the hardware it ran on (a slot's nodelist; ``""`` when the study has one): every gain is measured
+            against the baselines of its own block, so a slower node group never looks like a worse configuration.
 
     Example:
         >>> Run(t=3, value=50_574.6).value
@@ -33,6 +35,21 @@ class Run:
     value: float
     step_std: float = 0.0
     n_steps: int = 6
+    block: str = ""
+
+
+def by_block(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    """Runs grouped by their block, in order of first appearance."""
+    out: dict[str, list[Run]] = {}
+    for run in runs:
+        out.setdefault(run.block, []).append(run)
+    return out
+
+
+def runs_of_block(runs: Sequence[Run], block: str) -> list[Run]:
+    """The runs of ``block``; every run when the block has none yet (a slot whose first control is still to come)."""
+    mine = [r for r in runs if r.block == block]
+    return mine or list(runs)
 
 
 @dataclass(frozen=True)
@@ -54,8 +71,24 @@ def noise_estimate(baselines: Sequence[Run]) -> NoiseEstimate:
 
     Successive differences of time-ordered baselines cancel any slow drift; subtracting the least-squares slope
     of those differences also cancels a linear trend, so ``var(d_i - slope * dt_i) = 2 sigma^2``. With fewer than
-    two baselines the step-level standard error is the only information, with one degree of freedom.
+    two baselines the step-level standard error is the only information, with one degree of freedom. Runs of
+    several blocks (slots) are differenced within their block, each relative to its own level, and pooled: an
+    offset or a drift between node groups is not noise.
     """
+    blocks = [b for b in by_block([r for r in baselines if r.value > 0]).values() if len(b) >= 2]
+    if len(blocks) > 1:
+        parts = [_block_noise(b) for b in blocks]
+        df = sum(p.df for p in parts)
+        sigma = math.sqrt(sum(p.sigma**2 * p.df for p in parts) / df)
+        return NoiseEstimate(sigma=max(sigma, _step_floor(baselines)), df=float(df))
+    if blocks and len(blocks[0]) < len([r for r in baselines if r.value > 0]):
+        return _block_noise(blocks[0])  # one block with repeats, others with a single run: only it measures noise
+    if not blocks and len(by_block(baselines)) > 1:
+        return NoiseEstimate(sigma=_step_floor(baselines), df=1.0)  # one run per block: nothing measures noise yet
+    return _block_noise(baselines)
+
+
+def _block_noise(baselines: Sequence[Run]) -> NoiseEstimate:
     runs = sorted((r for r in baselines if r.value > 0), key=lambda r: r.t)
     floor = _step_floor(runs)
     if len(runs) < 2:

@@ -36,7 +36,7 @@ def to_run(rec: RunRecord, direction: str = "maximize") -> stats.Run:
     """The run as the statistics see it: higher is better, whatever the metric's direction."""
     rec = _normalise(rec, direction)
     return stats.Run(t=rec.t, value=float(rec.steady), step_std=float(rec.attrs.get("steady_std") or 0.0),
-                     n_steps=int(rec.attrs.get("steady_n") or 1))
+                     n_steps=int(rec.attrs.get("steady_n") or 1), block=rec.slot)
 
 
 def baseline_runs(records: Sequence[RunRecord], direction: str = "maximize") -> list[stats.Run]:

@@ -39,8 +39,9 @@ def read_log(path: str | None) -> str:
         return ""
 
 
-def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], reference_loss: float | None) -> Collected:
-    """Score ``result`` against the baseline runs recorded so far."""
+def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], reference_loss: float | None,
+            slot: str = "") -> Collected:
+    """Score ``result`` against the baseline runs recorded so far (those of its ``slot``)."""
     metric = space.metric
     rank0 = result.rank0
     text = read_log(rank0.log_path if rank0 else None)
@@ -113,7 +114,7 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
                          failure=failures.Failure("incomplete", reason, (), {}))
     value = value_for(metric.direction, steady.mean)
     if baselines:
-        base = stats.baseline_at(baselines, t)
+        base = stats.baseline_at(baselines, t, block=slot)
         gain = value / base.value - 1.0
         attrs.update(gain=gain, delta_pct=100.0 * gain, baseline_level=base.value)
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import optuna
@@ -29,7 +29,7 @@ from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import StudyLock
 from flagopt.study._observer import StudyObserver
-from flagopt.study._planner import SAMPLE, Plan, Planner, Verdict, arm_summary
+from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
 from flagopt.study._storage import open_storage, prepare_storage, study_folder
@@ -38,7 +38,8 @@ from flagopt.study._storage import open_storage, prepare_storage, study_folder
 MAX_RESAMPLES = 30
 
 
-def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
+def make_sampler(name: str, seed: int | None, *, parallel: bool = False) -> optuna.samplers.BaseSampler:
+    """The proposal engine; ``parallel``: several trials are in flight when it is asked (slots, queued jobs)."""
     if name == "gp":
         try:
             import torch  # noqa: F401  (GPSampler needs it; say so up front rather than at the first ask)
@@ -47,7 +48,9 @@ def make_sampler(name: str, seed: int | None) -> optuna.samplers.BaseSampler:
         return optuna.samplers.GPSampler(seed=seed)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
-    return optuna.samplers.TPESampler(multivariate=True, group=True, seed=seed, n_startup_trials=8)
+    # constant_liar: a point still running counts as a poor result, so runs in flight are not proposed twice
+    return optuna.samplers.TPESampler(multivariate=True, group=True, seed=seed, n_startup_trials=8,
+                                      constant_liar=parallel)
 
 
 @dataclass
@@ -62,7 +65,7 @@ class StudyRunner(Launching, Recovery):
     force: bool = False
     detach: bool = False
     rebaseline: bool = False
-    max_in_flight: int = 1
+    max_in_flight: int | None = None  # jobs per slot at once; None: what the executor queues (Slurm 2, local 1)
     progress: StudyObserver = field(default_factory=Progress)  # where the run reports (console, live view...)
     default_of: Callable[[str], Any] | None = None
     preflight_excluded: tuple[str, ...] = ()
@@ -72,14 +75,19 @@ class StudyRunner(Launching, Recovery):
         self.folder = study_folder(self.storage, self.space.name)
         prepare_storage(self.storage, self.space.name)  # before the study exists: a bad path writes nothing
         sampler_name = self.sampler or self.space.sampler
+        if self.max_in_flight is None:
+            self.max_in_flight = self.executor.jobs_per_slot
+        self.slots: list[str] = list(self.executor.slots)
+        self.lost_slots: dict[str, str] = {}
+        parallel = self.max_in_flight * len(self.slots) > 1
         self.study = optuna.create_study(
             study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
-            sampler=make_sampler(sampler_name, self.space.seed), load_if_exists=True)
+            sampler=make_sampler(sampler_name, self.space.seed, parallel=parallel), load_if_exists=True)
         stored = len(self.study.get_trials(deepcopy=False))
         if self.space.seed is not None and stored:
             # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
             # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
-            self.study.sampler = make_sampler(sampler_name, self.space.seed + stored)
+            self.study.sampler = make_sampler(sampler_name, self.space.seed + stored, parallel=parallel)
         self.planner = Planner(self.space, default_of=self.default_of)
         self._optuna_names = optuna_names(self.study, self.space.params)  # a changed domain gets a fresh name
         self.running: list[Running] = []
@@ -126,31 +134,48 @@ class StudyRunner(Launching, Recovery):
     def _on_signal(self, signum: int, _frame: object) -> None:
         self._stop_requested = signal.Signals(signum).name
 
+    def live_slots(self) -> list[str]:
+        return [s for s in self.slots if s not in self.lost_slots]
+
+    def _fill_slots(self) -> Verdict | None:
+        """Give every live slot work until it holds ``max_in_flight`` jobs; a verdict when the planner draws one."""
+        for slot in self.live_slots():
+            while sum(1 for r in self.running if r.plan.slot == slot) < self.max_in_flight \
+                    and not self._budget_spent() and slot not in self.lost_slots:
+                self._check_pinned_nodes(slot)  # never submit to a pinned node that went down
+                if slot in self.lost_slots:
+                    break
+                step = self._next_plan(slot)
+                if isinstance(step, Verdict):
+                    return step
+                if isinstance(step, SlotBroken):
+                    self._lose_slot(step.slot, step.reason)
+                    break
+                if step is None:
+                    break
+                self._launch(replace(step, slot=slot))
+        return None
+
     def _loop(self) -> Verdict | None:
         verdict: Verdict | None = None
         while True:
             if self._stop_requested:
                 verdict = Verdict("stopped", f"stopped by {self._stop_requested}")
                 break
-            while len(self.running) < self.max_in_flight and not self._budget_spent():
-                self._check_pinned_nodes()  # never submit to a pinned node that went down
-                step = self._next_plan()
-                if isinstance(step, Verdict):
-                    verdict = step
-                    break
-                if step is None:
-                    break
-                self._launch(step)
+            verdict = self._fill_slots()
             if verdict is not None and not self.running:
                 break
             if not self.running:
                 # Out of launches (--trials): still say where the study stands, without asking the sampler.
-                step = self.planner.next(self.records(), self._arms(), [])
+                step = self.planner.next(self.records(), self._arms(), [], slot=(self.live_slots() or [""])[0],
+                                         slots=self.live_slots())
                 verdict = step if isinstance(step, Verdict) else None
                 break
             self._wait_one()
             if verdict is not None:
                 verdict = None  # a run finished after the verdict was drawn: decide again with it
+        if verdict is not None and self.lost_slots:
+            verdict = replace(verdict, message=f"{verdict.message}; {self._lost_sentence()}")
         if verdict is not None and verdict.reason != "stopped":
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
         self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
@@ -164,7 +189,7 @@ class StudyRunner(Launching, Recovery):
     def _arms(self):
         return arms_of(self.records(), self.space.noise, self.space.metric.direction)
 
-    def _next_plan(self) -> Plan | Verdict | None:
+    def _next_plan(self, slot: str = "") -> Plan | Verdict | SlotBroken | None:
         records = self.records()
         max_trials = self.space.stop.max_trials
         if sum(1 for r in records if r.status != R.INVALID) >= max_trials:
@@ -183,7 +208,7 @@ class StudyRunner(Launching, Recovery):
         if self.space.evidence and not any(r.kind == "evidence" for r in records) and any(r.is_baseline and r.ok for r in records) \
                 and not any(p.kind == "evidence" for p in in_flight):
             return Plan(TrialConfig("evidence", "evidence"), "evidence", "HLO dump of baseline-deployed")
-        step = self.planner.next(records, self._arms(), in_flight)
+        step = self.planner.next(records, self._arms(), in_flight, slot=slot, slots=self.live_slots())
         if step == "wait":
             return None
         if step == SAMPLE:

@@ -14,7 +14,8 @@ another type, step or log scale), a profile removed or changed.
 
 What is harmless (every earlier run is still a valid measurement of a configuration the space allows): the stop
 rule and noise settings, timeouts and failure signatures, numerics, export, sampler and seed, evidence, labels
-(model_tag, parallelism), Slurm accounting (time, account, qos, pending deadline), a new choice value, a wider
+(model_tag, parallelism), Slurm accounting (time, account, qos, pending deadline), slots after the first (each
+is a block with its own baselines; the first stands for ``nodelist``), a new choice value, a wider
 numeric range, a new profile, and a new param (earlier runs are configurations with that knob at its deployed
 value, which the new param's domain may or may not include: they stay what they measured).
 """
@@ -71,7 +72,9 @@ def fingerprint(space: Space) -> dict[str, Any]:
     executor: dict[str, Any] = {"kind": x.kind}
     if x.kind == "slurm":
         s = x.slurm
-        executor["slurm"] = dict(nodelist=s.nodelist, partition=s.partition, nodes=s.nodes,
+        # The first slot is the study's reference hardware; further slots are blocks of their own (own baselines),
+        # so adding or removing one leaves every earlier run valid.
+        executor["slurm"] = dict(nodelist=s.slot_nodelists[0], partition=s.partition, nodes=s.nodes,
                                  tasks_per_node=s.tasks_per_node, gpus_per_node=s.gpus_per_node,
                                  cpus_per_task=s.cpus_per_task, exclusive=s.exclusive, additional=dict(s.additional))
     return _plain({
@@ -90,7 +93,8 @@ def fingerprint(space: Space) -> dict[str, Any]:
                      "numerics": space.numerics.__dict__, "export": space.export.__dict__, "sampler": space.sampler,
                      "screen": space.screen,
                      "seed": space.seed, "evidence": space.evidence,
-                     "slurm": {k: getattr(x.slurm, k) for k in ("time_min", "account", "qos", "pending_deadline_min")}},
+                     "slurm": {**{k: getattr(x.slurm, k) for k in ("time_min", "account", "qos", "pending_deadline_min")},
+                               **({"slots": list(x.slurm.slots)} if x.slurm.slots else {})}},
     })
 
 

@@ -21,7 +21,7 @@ from flagopt.executors import JobResult, TrialJob, TrialLaunch
 from flagopt.render import RenderedTrial, render
 from flagopt.study import _records as R
 from flagopt.study._arms import baseline_runs
-from flagopt.study._collect import collect
+from flagopt.study._collect import Collected, collect
 from flagopt.study._planner import Plan, Verdict, arm_summary
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
@@ -77,9 +77,9 @@ class Launching:
             "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0)),
             "xla_flags": rendered.xla_flags, "libtpu_init_args": rendered.libtpu_init_args, "env": rendered.env,
             "argv": list(rendered.argv), "trial_dir": str(trial_dir), "submitted_at": submitted_at,
-            "render_notes": list(rendered.notes), "executor": self.executor.kind, **plan.attrs,
+            "render_notes": list(rendered.notes), "executor": self.executor.kind, "slot": plan.slot, **plan.attrs,
         })
-        job = self.executor.submit(launch)
+        job = self.executor.submit(launch, plan.slot)
         self._set_attrs(trial, {"job_id": job.job_id})
         self.running.append(Running(plan, trial, job, launch, submitted_at))
         self.launched += 1
@@ -103,15 +103,17 @@ class Launching:
                     result = run.job.result()
                     self._finish(run, result)
                     if result.state != "FINISHED":
-                        self._check_pinned_nodes()  # a killed or cancelled job can be the first sign of a lost node
+                        self._check_pinned_nodes(run.plan.slot)  # a killed job can be the first sign of a lost node
                     return
                 pending_for = time.time() - run.submitted_at
                 deadline = self._pending_deadline()
                 if status.state == "PENDING" and "Node" in status.detail \
                         and time.time() - self._nodes_checked_at > NODE_RECHECK_S:
-                    self._check_pinned_nodes()  # ReqNodeNotAvail, NodeDown: waits forever if a pinned node is down
+                    self._check_pinned_nodes(run.plan.slot)  # ReqNodeNotAvail, NodeDown: waits forever otherwise
+                if run not in self.running:
+                    return  # its slot was lost and the job cancelled: the loop plans again
                 if status.state == "PENDING" and deadline is not None and pending_for > deadline:
-                    self._check_pinned_nodes()
+                    self._check_pinned_nodes(run.plan.slot)
                     run.job.cancel()
                     self._stop_requested = self._stop_requested or "pending-deadline"
                     self.progress.note(f"trial {run.trial.number} still PENDING after {pending_for:.0f} s "
@@ -124,26 +126,46 @@ class Launching:
             self.progress.waiting(first.trial.number, first.launch.trial_dir, last, self._best())
             time.sleep(self.poll_s)
 
-    def _check_pinned_nodes(self) -> None:
-        """Stop the study with verdict ``node-down`` when a pinned Slurm node cannot run jobs.
+    def _check_pinned_nodes(self, slot: str | None = None) -> None:
+        """Retire a slot whose pinned Slurm node cannot run jobs; stop (verdict ``node-down``) when none is left.
 
-        Trials are compared on the pinned hardware only, so the study never carries on elsewhere. The verdict and
-        the arms so far are stored before :class:`PinnedNodesDown` is raised; ``run`` then cancels the jobs still
-        in flight.
+        Trials are compared on the pinned hardware only, so a lost slot never gets other nodes substituted: the
+        study goes on with the other slots. ``slot=None`` checks every live slot.
         """
-        nodelist = self.executor.describe().get("nodelist") if self.executor.kind == "slurm" else None
-        if not nodelist:
-            return
-        from flagopt.executors import check_pinned_nodes
-
         self._nodes_checked_at = time.time()
-        try:
-            check_pinned_nodes(str(nodelist))
-        except StudyError as exc:
-            verdict = Verdict("node-down", f"stopped: {exc.reason}")
+        for name in [slot] if slot is not None else self.live_slots():
+            if name in self.lost_slots:
+                continue
+            problem = self.executor.slot_problem(name)
+            if problem is not None:
+                self._lose_slot(name, problem)
+
+    def _lose_slot(self, slot: str, reason: str) -> None:
+        """Stop using ``slot``: cancel its jobs, say so, record it; with no slot left, the ``node-down`` verdict.
+
+        The verdict and the arms so far are stored before :class:`PinnedNodesDown` is raised; ``run`` then cancels
+        the jobs still in flight.
+        """
+        self.lost_slots[slot] = reason
+        self.study.set_user_attr("flagopt.lost_slots", dict(self.lost_slots))
+        for run in [r for r in self.running if r.plan.slot == slot]:
+            run.job.cancel()
+            self.running.remove(run)
+            self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": f"cancelled: slot {slot} lost "
+                                                                    f"({reason})", "slot": slot}))
+        left = self.live_slots()
+        if not left:
+            message = f"stopped: {reason}" if len(self.slots) == 1 else f"stopped: every slot is lost ({self._lost_sentence()})"
+            verdict = Verdict("node-down", message)
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
             self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
-            raise PinnedNodesDown(exc.source, exc.key, exc.reason) from exc
+            key = "nodelist" if len(self.slots) == 1 else "slots"
+            raise PinnedNodesDown("slurm", key, reason if len(self.slots) == 1 else message)
+        self.progress.note(f"slot {slot} lost: {reason}; it gets no more trials and no other nodes, the study goes on "
+                           f"with {len(left)} slot{'s' if len(left) != 1 else ''} ({', '.join(left)})")
+
+    def _lost_sentence(self) -> str:
+        return "slots lost: " + "; ".join(f"{s} ({why})" for s, why in self.lost_slots.items())
 
     def _pending_deadline(self) -> float | None:
         if self.executor.kind != "slurm":
@@ -163,7 +185,8 @@ class Launching:
         if run.plan.kind in (R.BASELINE, "evidence") or isinstance(reference, str):
             reference = math.nan  # the baseline is its own reference; a stored "nan" is NaN
         collected = collect(self.space, result, baselines=baselines,
-                            reference_loss=reference if isinstance(reference, (int, float)) else None)
+                            reference_loss=reference if isinstance(reference, (int, float)) else None,
+                            slot=run.plan.slot)
         collected.attrs.update({f"scheduler_{k}": v for k, v in run.job.times().items() if v is not None})
         if run.plan.kind == "evidence" and collected.status == R.OK:
             collected.attrs.update(evidence_summary(Path(run.launch.trial_dir) / "hlo"))

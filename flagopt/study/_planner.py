@@ -39,6 +39,15 @@ class Plan:
     retry_of: int | None = None
     retries: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)  # recorded on the trial as they are
+    slot: str = ""  # where it runs: set by the driver when it launches the plan
+
+
+@dataclass(frozen=True)
+class SlotBroken:
+    """A slot that cannot measure anything (its baseline keeps failing there): the driver stops using it."""
+
+    slot: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -113,24 +122,41 @@ class Planner:
         self.deployed = design.deployed_values(space, default_of)
 
     # -- the decision -------------------------------------------------------------------------------------------
-    def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan]) -> Plan | Verdict | str:
+    def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan], *,
+             slot: str = "", slots: Sequence[str] = ("",)) -> Plan | Verdict | SlotBroken | str:
+        """What to run next on ``slot`` (one of the live ``slots``), a verdict, or ``"wait"``.
+
+        Each slot is its own block of hardware: it gets its own first baseline and its own drift controls; a
+        repeat of a configuration goes to another slot than the one that measured it when there is one.
+        """
         space = self.space
         flying = {p.kind for p in in_flight}
+        here = {p.kind for p in in_flight if p.slot == slot}
         # A cancelled run (Ctrl-C, or a driver that died before submitting it) measured nothing: it neither counts
         # as a broken baseline nor as an evaluated baseline-no-env or profile, so a resumed study runs it again.
         baselines = [r for r in records if r.is_baseline and r.status != CANCELLED]
         ok_baselines = [r for r in baselines if r.ok]
+        mine = [r for r in baselines if r.slot == slot]
 
         recent = baselines[-MAX_BASELINE_FAILURES:]
         if not ok_baselines and len(recent) >= MAX_BASELINE_FAILURES and not any(r.ok for r in recent):
             return Verdict("baseline-failed", f"baseline-deployed failed {len(recent)} times in a row "
                            f"({recent[-1].attrs.get('failure_class', 'failed')}: {recent[-1].attrs.get('failure_reason', '')}); "
                            "no trial can be scored. Fix the command or the deployed flags and run again.")
+        recent = mine[-MAX_BASELINE_FAILURES:]
+        if not any(r.ok for r in mine) and len(recent) >= MAX_BASELINE_FAILURES:
+            # the job runs elsewhere: this node group is what is broken
+            return SlotBroken(slot, f"baseline-deployed failed {len(recent)} times in a row on it "
+                              f"({recent[-1].attrs.get('failure_class', 'failed')}: "
+                              f"{recent[-1].attrs.get('failure_reason', '')})")
         no_env_due = not any(r.kind == NO_ENV and r.status != CANCELLED for r in records) and NO_ENV not in flying
         no_env_due = no_env_due and space.baseline.has_deployed_env  # else no-env is the deployed run again
-        if not ok_baselines:
-            if BASELINE not in flying:
-                return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run")
+        if not any(r.ok for r in mine):
+            if BASELINE not in here:
+                return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "first reference run" if not ok_baselines
+                            else "first reference run on this slot")
+            if ok_baselines:
+                return "wait"  # the slot's level comes first; the other slots carry the study meanwhile
             # Wave 1 is both baselines: with two jobs in flight (Slurm) the second is queued behind the first.
             return Plan(TrialConfig(NO_ENV, NO_ENV), NO_ENV, "effect of the deployed env") if no_env_due else "wait"
         if no_env_due:
@@ -146,7 +172,7 @@ class Planner:
 
         leader = self.leader(arms)
         phase = {"phase": "refine"} if leader is not None else {}
-        confirming = self.candidates(arms, in_flight)
+        confirming = self.spread(self.candidates(arms, in_flight, slot=slot), in_flight, slot, slots)
         chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
         if chosen is not None and screen is not None and not self.urgent(chosen, leader):
@@ -154,7 +180,7 @@ class Planner:
             chosen = None
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
-        if BASELINE not in flying and self.baseline_due(records, chosen):
+        if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], chosen):
             return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "drift control", repeat_of=ok_baselines[0].number,
                         attrs=phase)
         if chosen is not None:
@@ -381,7 +407,23 @@ class Planner:
         smaller = [a for a in winners if _settings_set(a) < settings and a.estimate.gain >= best.estimate.gain - slack]
         return min(smaller, key=lambda a: (len(_settings_set(a)), -a.estimate.gain)) if smaller else best
 
-    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan]) -> list[Arm]:
+    @staticmethod
+    def spread(candidates: Sequence[Arm], in_flight: Sequence[Plan], slot: str, slots: Sequence[str]) -> list[Arm]:
+        """The candidates ``slot`` should re-run: not those measured only on it while another slot is live.
+
+        A winner must not be a property of one node group: its confirmation goes to another slot, which asks in
+        its turn (meanwhile this slot runs the screen or the sampler).
+        """
+        if len(slots) < 2:
+            return list(candidates)
+        out = []
+        for arm in candidates:
+            where = {r.slot for r in arm.runs} | {p.slot for p in in_flight if p.repeat_of == arm.first.number}
+            if where != {slot}:
+                out.append(arm)
+        return out
+
+    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan], *, slot: str | None = None) -> list[Arm]:
         """Arms whose next run could change the decision: racing against the stop thresholds, or the leader.
 
         Without a winner the targets are ``stop.null_gain`` and ``stop.win``; once one is confirmed, the leader's
@@ -391,12 +433,20 @@ class Planner:
         noise = self.space.noise
         leader = self.leader(arms)
         target = self._targets(leader)
-        flying = {p.repeat_of for p in in_flight}
+        # An arm in flight is not re-run on the same slot. With several slots a would-be winner may run on two at
+        # once (its confirmation is what the study waits for); any other arm once, so the other slots explore.
+        here = {p.repeat_of for p in in_flight if slot is None or p.slot == slot}
+        count: dict[int | None, int] = {}
+        for p in in_flight:
+            count[p.repeat_of] = count.get(p.repeat_of, 0) + 1
         confirmed = {a.config_key for a in self.winners(arms)}
         out = []
         for arm in arms:
             est = arm.estimate
-            if est is None or arm.first.number in flying or arm.n >= noise.max_repeats or arm is leader:
+            if est is None or arm.first.number in here or arm.n >= noise.max_repeats or arm is leader:
+                continue
+            rising = est.gain >= self.space.stop.win - self._sigma
+            if count.get(arm.first.number, 0) >= (2 if rising else 1):
                 continue
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue

@@ -47,7 +47,8 @@ class Progress(StudyObserver):
             self._status = self.console.status("")
             self._status.start()
         label = plan.config.profile if plan.kind != "sampled" else "sampled"
-        self.note(f"trial {number} [bold]{label}[/bold] ({plan.reason}) job {job_id}")
+        where = f" on {plan.slot}" if plan.slot else ""
+        self.note(f"trial {number} [bold]{label}[/bold] ({plan.reason}) job {job_id}{where}")
 
     def waiting(self, number: int, trial_dir: str, final_step: int, best: str) -> None:
         if self._status is None:

@@ -44,6 +44,11 @@ class RunRecord:
         return self.kind == BASELINE
 
     @property
+    def slot(self) -> str:
+        """The node group it ran on (``""`` for a study of one slot)."""
+        return str(self.attrs.get("slot") or "")
+
+    @property
     def label(self) -> str:
         if self.kind == "sampled" or (self.kind == "repeat" and self.profile == "sampled"):
             return f"sampled#{self.attrs.get('repeat_of') or self.number}"

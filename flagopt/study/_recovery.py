@@ -30,7 +30,8 @@ class Recovery:
             attrs = frozen.user_attrs
             job_id = attrs.get("job_id")
             plan = Plan(_config_from_attrs(attrs), attrs.get("kind", "sampled"), "re-attached",
-                        repeat_of=attrs.get("repeat_of"), retry_of=attrs.get("retry_of"), retries=attrs.get("retries", 0))
+                        repeat_of=attrs.get("repeat_of"), retry_of=attrs.get("retry_of"), retries=attrs.get("retries", 0),
+                        slot=str(attrs.get("slot") or ""))
             trial = optuna.trial.Trial(self.study, frozen._trial_id)
             launch = None
             if attrs.get("trial_dir"):
@@ -41,7 +42,8 @@ class Recovery:
                 self._tell(trial, plan, Collected(R.CANCELLED, {"failure_reason": "driver died before the job could be "
                                                                 "found again"}))
                 continue
-            self.progress.note(f"re-attached trial {frozen.number} (job {job_id})")
+            where = f" on slot {plan.slot}" if plan.slot and len(self.slots) > 1 else ""
+            self.progress.note(f"re-attached trial {frozen.number} (job {job_id}){where}")
             self.running.append(Running(plan, trial, job, launch, float(attrs.get("submitted_at") or time.time())))
 
     def _shutdown(self) -> None:

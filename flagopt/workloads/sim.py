@@ -220,7 +220,7 @@ class Landscape:
         """Noise-free relative gain of ``settings`` over the deployed baseline (0.116 = +11.6 %)."""
         return self._factor(self.resolve(settings, on_baseline=on_baseline)) / self._factor(self.resolve({})) - 1.0
 
-    def drift(self, run_index: int) -> float:
+    def drift(self, run_index: float) -> float:
         """Baseline level factor at launch ``run_index``: linear over ``launches`` plus a slow sine."""
         d = self.drift_model
         phase = 2.0 * math.pi * run_index / float(d.get("period", 1.0))
@@ -252,8 +252,13 @@ class Landscape:
         steps: int = 15,
         *,
         on_baseline: bool = True,
+        drift_index: float | None = None,
+        speed: float = 1.0,
     ) -> list[float]:
         """Per-step tokens/s/device of one run at launch ``run_index`` (step 0 includes compilation).
+
+        ``drift_index`` (default ``run_index``) is where on the drift curve the run falls, ``speed`` the factor of
+        the node it runs on (a node group a few percent slower than another).
 
         Raises:
             SimulatedFailure: an unknown flag or an OOM region, with the real job's output.
@@ -263,7 +268,7 @@ class Landscape:
         if oom is not None:
             raise SimulatedFailure("oom", _emit.oom_message(oom), _emit.RUNTIME_ERROR_EXIT_CODE)
         gain = self.true_gain(settings, on_baseline=on_baseline)
-        level = self.tokens_per_s * (1.0 + gain) * self.drift(run_index)
+        level = self.tokens_per_s * (1.0 + gain) * self.drift(run_index if drift_index is None else drift_index) * speed
         level *= 1.0 + float(self.noise["run"]) * rng.standard_normal()
         values = level * (1.0 + float(self.noise["step"]) * rng.standard_normal(steps))
         per_step = self.total_weights / self.devices
@@ -492,7 +497,26 @@ def parse_job_args(items: Sequence[str]) -> tuple[dict[str, str], dict[str, str]
     return opts, args
 
 
-def run_job(opts: Mapping[str, str], args: Mapping[str, str], env: Mapping[str, str], launch: int) -> JobRun:
+def node_speed(env: Mapping[str, str]) -> float:
+    """The speed factor of the node this job runs on: ``FLAGOPT_SIM_NODE_SPEED="node3=0.97,node4=0.97"``.
+
+    The node is Slurm's ``SLURMD_NODENAME`` (or ``FLAGOPT_SIM_NODE``); a node not listed runs at 1.0. It lets a
+    test or a benchmark give one slot of a study slower hardware than another.
+
+    Example:
+        >>> node_speed({"FLAGOPT_SIM_NODE_SPEED": "node3=0.97", "SLURMD_NODENAME": "node3"})
+        0.97
+    """
+    node = env.get("SLURMD_NODENAME") or env.get("FLAGOPT_SIM_NODE") or ""
+    for item in (env.get("FLAGOPT_SIM_NODE_SPEED") or "").split(","):
+        name, sep, factor = item.partition("=")
+        if sep and name.strip() == node:
+            return float(factor)
+    return 1.0
+
+
+def run_job(opts: Mapping[str, str], args: Mapping[str, str], env: Mapping[str, str], launch: int, *,
+            drift_index: float | None = None) -> JobRun:
     """The sim job's whole logic for one launch: flags, environment and args in, what it prints and how it ends out.
 
     Order of failures, as in a real job: an unknown flag (XLA start), an infrastructure failure at the first
@@ -523,7 +547,8 @@ def run_job(opts: Mapping[str, str], args: Mapping[str, str], env: Mapping[str, 
                     "that another task died; see the other task logs for more details.")
             return JobRun(_emit.UNKNOWN_FLAG_EXIT_CODE_OLD, stderr=text, fault=fault,
                           seconds=STARTUP_S + HEARTBEAT_TIMEOUT_S)
-        values = land.sample_run(settings, launch, rng, steps, on_baseline=False)
+        values = land.sample_run(settings, launch, rng, steps, on_baseline=False, drift_index=drift_index,
+                                 speed=node_speed(env))
     except SimulatedFailure as failure:
         started = STARTUP_S + (land.compile_s if failure.kind == "oom" else 0.0)
         return JobRun(failure.exit_code, stderr=failure.text, fault=failure.kind, seconds=started)
