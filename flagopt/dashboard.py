@@ -21,7 +21,7 @@ import optuna
 
 from flagopt.errors import FlagoptError
 from flagopt.report import cell, code, draw, failures_of, figure_data, rows_of
-from flagopt.study import StudyData, StudyObserver, open_storage, study_data_of
+from flagopt.study import StudyData, StudyObserver, open_storage, slot_line, study_data_of
 
 #: figures registered on the study (stable ids, so each update replaces the previous version)
 FIGURE_IDS = {"gains": "flagopt-gains", "timeline": "flagopt-timeline", "steps": "flagopt-steps"}
@@ -44,6 +44,9 @@ def live_note(data: StudyData) -> str:
     verdict = data.verdict
     lines.append(f"**Verdict ({verdict.get('reason')})**: {verdict.get('message')}" if verdict
                  else "**Verdict**: none yet (the study is running or stopped before deciding).")
+    slots = data.slot_summary()
+    if len(slots) > 1 or any(s.lost for s in slots):
+        lines += ["", "**Slots**: " + "; ".join(cell(slot_line(s)) for s in slots)]
     top, bottom = rows_of(data)
     lines += ["", "| profile | flags | Δ% | CI | verdict | runs |", "|---|---|---|---|---|---|"]
     for r in (*top, *bottom)[:10]:

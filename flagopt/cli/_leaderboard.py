@@ -9,7 +9,7 @@ import math
 from rich.table import Table
 
 from flagopt.cli._common import add_storage, console
-from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, study_data
+from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, slot_line, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
                          ("step (s)", "right"), ("Δ%", "right"), ("95% CI", "right"), ("verdict", "left"),
                          ("runs", "right"), ("status", "left")):
         table.add_column(col, justify=justify, overflow="fold")
+    several = len(data.slot_summary()) > 1
     settings_of = {a.first.number: a.first.attrs.get("settings") for a in data.arms if a.kind != "baseline-no-env"}
     names = param_names(data.space)
     short = short_flag_names(k for s in settings_of.values() for g in ("xla", "libtpu") for k in (s or {}).get(g) or {})
@@ -46,9 +47,12 @@ def run(args: argparse.Namespace) -> int:
         ci = "" if is_nan(row.ci_lo_pct) else f"[{row.ci_lo_pct:+.2f}, {row.ci_hi_pct:+.2f}]"
         table.add_row(str(row.trial), str(row.profile), flags,
                       "" if is_nan(row.steady) else f"{row.steady:,.1f}", "" if is_nan(row.step_s) else f"{row.step_s:.3f}",
-                      "" if is_nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict), str(row.runs),
+                      "" if is_nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict),
+                      str(row.runs) + (f" on {len(row.slots)} slots" if several and len(row.slots) > 1 else ""),
                       str(row.status) + (f" ({row.failure})" if row.failure else ""))
     out.print(table)
+    if several:
+        out.print("slots: " + "; ".join(slot_line(s) for s in data.slot_summary()))
     verdict = data.verdict
     if verdict:
         out.print(f"verdict ({verdict['reason']}): {verdict['message']}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from flagopt.cli._common import add_storage, console
-from flagopt.errors import EXIT_FAILURE
+from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
 from flagopt.study import Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
@@ -19,7 +19,10 @@ def add(sub: argparse._SubParsersAction) -> None:
                    help="launch at most N runs in this invocation")
     p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
     p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
-    p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist (pinned nodes)")
+    p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist: run on these pinned nodes, "
+                                                    "one slot")
+    p.add_argument("--slot", action="append", default=None, metavar="NODELIST",
+                   help="override executor.slurm.slots: one pinned node group per --slot (repeat it)")
     p.add_argument("--partition", default=None, help="override executor.slurm.partition")
     p.add_argument("--rebaseline", action="store_true",
                    help="accept a space change that invalidates the earlier runs (command, baseline, nodelist...): "
@@ -50,7 +53,7 @@ def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]
         from flagopt.executors import SlurmExecutor, SlurmSettings
         settings = SlurmSettings.of(space.executor.slurm)
         # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
-        return SlurmExecutor(folder, settings), 2
+        return SlurmExecutor(folder, settings), SlurmExecutor.jobs_per_slot
     from flagopt.executors import LocalExecutor
     return LocalExecutor(folder, timeout_min=space.timeout_min), 1
 
@@ -61,8 +64,14 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
     if args.executor:
         executor = replace(executor, kind=args.executor)
     slurm = executor.slurm
+    if args.nodelist and getattr(args, "slot", None):
+        raise FlagoptError("run", "--slot", "give either --nodelist (one slot) or --slot (several), not both")
     if args.nodelist:
-        slurm = replace(slurm, nodelist=args.nodelist)
+        slurm = replace(slurm, nodelist=args.nodelist, slots=())
+    if getattr(args, "slot", None):
+        if len(set(args.slot)) != len(args.slot):
+            raise FlagoptError("run", "--slot", "a node group is given twice: each slot is its own node group")
+        slurm = replace(slurm, nodelist=None, slots=tuple(args.slot))
     if args.partition:
         slurm = replace(slurm, partition=args.partition)
     return replace(space, executor=replace(executor, slurm=slurm))
@@ -71,9 +80,14 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
 def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
     out = console()
-    if space.executor.kind == "slurm" and space.executor.slurm.nodelist:
+    slurm = space.executor.slurm
+    if space.executor.kind == "slurm" and slurm.slots:
+        from flagopt.executors import check_slots
+        for slot, why in check_slots(slurm.slots, slurm.nodes).items():  # disjoint, same shape, at least one up
+            out.print(f"[yellow]slot {slot} cannot run trials ({why}); the study runs on the other slots[/yellow]")
+    elif space.executor.kind == "slurm" and slurm.nodelist:
         from flagopt.executors import check_pinned_nodes
-        check_pinned_nodes(space.executor.slurm.nodelist)
+        check_pinned_nodes(slurm.nodelist)
     excluded: list[str] = []
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight

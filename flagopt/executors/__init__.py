@@ -12,7 +12,7 @@ from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, log_path_for, run_trial
 from flagopt.executors._local import LocalExecutor
 from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
-from flagopt.executors._slurm_query import check_pinned_nodes, node_states
+from flagopt.executors._slurm_query import check_pinned_nodes, check_slots, node_states
 
 __all__ = [
     "BaseExecutor",
@@ -26,6 +26,7 @@ __all__ = [
     "TrialJob",
     "TrialLaunch",
     "check_pinned_nodes",
+    "check_slots",
     "log_path_for",
     "node_states",
     "run_trial",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from flagopt.errors import StudyError
@@ -246,3 +247,33 @@ def check_pinned_nodes(nodelist: str) -> None:
             f"pinned nodes {nodelist} cannot run trials: {'; '.join(problems)}. "
             "Resume them (scontrol update nodename=NODE state=resume) or pin other nodes.",
         )
+
+
+def check_slots(slots: Sequence[str], nodes: int) -> dict[str, str]:
+    """Check a study's slots before it starts: disjoint node groups of ``nodes`` nodes each, and which are up.
+
+    Returns ``{slot: why it cannot run trials}`` for each slot that is down (the study runs on the others).
+
+    Raises:
+        StudyError: two slots share a node, a slot's size is not ``nodes``, or no slot can run trials.
+    """
+    owner: dict[str, str] = {}
+    for slot in slots:
+        names = expand_nodelist(slot)
+        if len(names) != nodes:
+            raise StudyError("slurm", "slots", f"slot {slot} has {len(names)} node{'s' if len(names) != 1 else ''} but "
+                             f"executor.slurm.nodes is {nodes}: every slot must run the job's shape")
+        for name in names:
+            if name in owner:
+                raise StudyError("slurm", "slots", f"slots {owner[name]} and {slot} share node {name}: each slot must "
+                                 "be its own node group")
+            owner[name] = slot
+    down: dict[str, str] = {}
+    for slot in slots:
+        try:
+            check_pinned_nodes(slot)
+        except StudyError as exc:
+            down[slot] = exc.reason
+    if down and len(down) == len(slots):
+        raise StudyError("slurm", "slots", "no slot can run trials: " + "; ".join(down.values()))
+    return down

@@ -13,7 +13,7 @@ from flagopt.errors import FlagoptError
 from flagopt.report._diff import changed, changed_text
 from flagopt.report._negative import Finding, negative_lines
 from flagopt.space import render_value
-from flagopt.study import RunRecord, StudyData, is_nan, other_cells, settings_text
+from flagopt.study import RunRecord, StudyData, is_nan, other_cells, settings_text, slot_line
 
 TOP, BOTTOM = 8, 5
 
@@ -118,7 +118,7 @@ def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
         ("Date", f"report {dt.datetime.now(dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; study ran "
                  f"{_when(min(starts) if starts else None)} to {_when(max(ends) if ends else None)}"),
         ("Model", f"{data.model_tag} ({data.parallelism or 'parallelism not given'}), study `{data.name}`"),
-        ("Hardware", f"executor {ex.get('kind', '?')}, nodelist {ex.get('nodelist') or '-'}, hosts "
+        ("Hardware", f"executor {ex.get('kind', '?')}, {_where(data)}, hosts "
                      f"{', '.join(hosts) or '-'}; devices {device}"),
         ("Versions", versions or "not stated in the logs (MaxText prints jax/jaxlib; NCCL_DEBUG=INFO prints NCCL)"),
         ("Measurement", f"{data.metric_field} ({data.direction}), steady-state window steps {data.window[0]}-"
@@ -127,6 +127,15 @@ def header_of(data: StudyData) -> tuple[tuple[tuple[str, str], ...], str]:
     )
     command = shlex.join(base.attrs.get("argv") or []) if base else ""
     return header, command
+
+
+def _where(data: StudyData) -> str:
+    """``nodelist node1`` or, for a study on several slots, each slot with its runs, level and whether it was lost."""
+    slots = data.slot_summary()
+    if len(slots) <= 1:
+        return f"nodelist {data.executor.get('nodelist') or '-'}" + (f" (LOST: {slots[0].lost})" if slots and slots[0].lost else "")
+    return (f"{len(slots)} slots, each its own block of baselines (gains are measured within a slot): "
+            + "; ".join(slot_line(s) for s in slots))
 
 
 def _why(data: StudyData, settings: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from flagopt.study._arms import arms_of
 from flagopt.study._records import BASELINE, RunRecord
 
 COLUMNS = ["profile", "trial", "kind", "flags", "steady", "step_s", "delta_pct", "ci_lo_pct", "ci_hi_pct", "verdict",
-           "runs", "status", "failure"]
+           "runs", "status", "failure", "slots"]
 
 
 def settings_text(settings: dict[str, Any] | None) -> str:
@@ -129,7 +129,7 @@ def leaderboard(records: list[RunRecord], noise: NoiseSpec, direction: str = "ma
         rows.append({"profile": BASELINE, "trial": base[0].number, "kind": BASELINE, "flags": "(deployed)",
                      "steady": _mean([r.steady for r in base]), "step_s": _step_s(base, window), "delta_pct": 0.0,
                      "ci_lo_pct": None, "ci_hi_pct": None, "verdict": "reference", "runs": len(base),
-                     "status": "ok", "failure": ""})
+                     "status": "ok", "failure": "", "slots": _slots(base)})
     for arm in arms_of(records, noise, direction):
         est = arm.estimate
         failure = arm.failures[-1].attrs if arm.failures else {}
@@ -142,6 +142,7 @@ def leaderboard(records: list[RunRecord], noise: NoiseSpec, direction: str = "ma
             "verdict": (arm.verdict + (" (numerics)" if arm.numerics_flagged else "")) if est else "-",
             "runs": arm.n, "status": "ok" if arm.runs else (arm.failures[-1].status if arm.failures else "running"),
             "failure": "" if arm.runs else f"{failure.get('failure_class', '')}: {failure.get('failure_reason', '')}".strip(": "),
+            "slots": _slots(arm.runs),
         })
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:
@@ -149,6 +150,11 @@ def leaderboard(records: list[RunRecord], noise: NoiseSpec, direction: str = "ma
     frame["_ok"] = frame["delta_pct"].notna()
     frame = frame.sort_values(["_ok", "delta_pct"], ascending=[False, False], kind="stable").drop(columns="_ok")
     return frame.reset_index(drop=True)
+
+
+def _slots(runs: Any) -> list[str]:
+    """The slots (node groups) the runs ran on, in order of first use."""
+    return list(dict.fromkeys(r.slot for r in runs if r.slot))
 
 
 def _step_s(runs: Any, window: tuple[int, int]) -> float | None:
