@@ -161,7 +161,7 @@ class Launching:
             self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
             key = "nodelist" if len(self.slots) == 1 else "slots"
             raise PinnedNodesDown("slurm", key, reason if len(self.slots) == 1 else message)
-        self.progress.note(f"slot {slot} lost: {reason}; it gets no more trials and no other nodes, the study goes on "
+        self.progress.say(f"slot {slot} lost: {reason}; it gets no more trials and no other nodes, the study goes on "
                            f"with {len(left)} slot{'s' if len(left) != 1 else ''} ({', '.join(left)})")
 
     def _lost_sentence(self) -> str:
