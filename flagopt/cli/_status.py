@@ -24,10 +24,13 @@ def run(args: argparse.Namespace) -> int:
     out.print(f"trials: {sum(st.counts.values())} ({counts})", markup=False)
     for r in st.running:
         step = "-" if r.step is None else str(r.step)
-        out.print(f"running: trial {r.number} {r.label} ({r.reason}) job {r.job_id or '-'} · step {step}/{r.last} · "
-                  f"{r.elapsed_s:.0f} s", markup=False)
+        where = f" on {r.slot}" if r.slot and st.slots else ""
+        out.print(f"running: trial {r.number} {r.label} ({r.reason}) job {r.job_id or '-'}{where} · step {step}/{r.last}"
+                  f" · {r.elapsed_s:.0f} s", markup=False)
     if not st.running:
         out.print("running: none", markup=False)
+    for line in st.slots:
+        out.print(f"slot {line}", markup=False)
     out.print(f"best so far: {st.best}", markup=False)
     if st.verdict:
         out.print(f"verdict ({st.verdict.get('reason')}): {st.verdict.get('message')}", markup=False)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
-from flagopt.study import StudyData
+from flagopt.study import StudyData, slot_line
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class RunningTrial:
     last: int  # the last step of the steady-state window
     elapsed_s: float
     log_path: str
+    slot: str = ""
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class StudyStatus:
     running: tuple[RunningTrial, ...]
     best: str  # "label +x.xx % [lo, hi] (verdict, n runs)" or "-"
     verdict: dict | None
+    slots: tuple[str, ...] = ()  # one line per slot when the study has several (or lost its one)
 
 
 def _read(path: str) -> str:
@@ -57,13 +59,15 @@ def study_status(data: StudyData, *, now: float | None = None) -> StudyStatus:
         step = last_step(text, fmt=fmt, pattern=pattern) if text else None
         since = r.attrs.get("started_at") or r.attrs.get("submitted_at") or now
         running.append(RunningTrial(r.number, r.label, str(r.attrs.get("reason") or ""), str(r.attrs.get("job_id") or ""),
-                                    step, data.window[1], max(0.0, now - float(since)), log))
+                                    step, data.window[1], max(0.0, now - float(since)), log, r.slot))
     best = data.best_arm
     best_text = "-"
     if best is not None:
         est = best.estimate
         best_text = (f"{best.label} {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] "
                      f"({best.verdict}, {best.n} run{'s' if best.n != 1 else ''})")
+    slots = data.slot_summary()
+    lines = tuple(slot_line(s) for s in slots) if len(slots) > 1 or any(s.lost for s in slots) else ()
     return StudyStatus(study=data.name, model_tag=data.model_tag, parallelism=data.parallelism,
                        counts=dict(Counter(r.status for r in data.all_records)), running=tuple(running),
-                       best=best_text, verdict=data.verdict)
+                       best=best_text, verdict=data.verdict, slots=lines)

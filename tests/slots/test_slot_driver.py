@@ -11,6 +11,7 @@ import pytest
 from benchmarks._flagopt_run import clean_environment
 from benchmarks._sim_executor import SimExecutor
 from benchmarks._spaces import write_space
+from flagopt.cli import main
 from flagopt.executors import TrialJob, TrialLaunch
 from flagopt.study import PinnedNodesDown, Progress, StudyRunner, arms_of, slot_line, study_data
 from flagopt.workloads.sim import load_landscape
@@ -69,7 +70,7 @@ class LosesSlot1(SimExecutor):
         return f"{slot}: node3 is down (reason: test)" if slot in self.down and self.launches >= 8 else None
 
 
-def test_a_lost_slot_gets_no_more_trials_and_the_study_goes_on(tmp_path: Path) -> None:
+def test_a_lost_slot_gets_no_more_trials_and_the_study_goes_on(tmp_path: Path, capsys) -> None:
     runner, executor = study(tmp_path, "win10", seed=2, executor_class=LosesSlot1)
     verdict = runner.run()
     lost_at = 8
@@ -79,6 +80,10 @@ def test_a_lost_slot_gets_no_more_trials_and_the_study_goes_on(tmp_path: Path) -
     assert "slots lost: slot1 (slot1: node3 is down" in verdict.message
     assert runner.study.user_attrs["flagopt.lost_slots"] == {"slot1": "slot1: node3 is down (reason: test)"}
     assert study_data(f"sqlite:///{tmp_path}/flagopt.db", runner.space.name).slot_summary()[1].lost
+    capsys.readouterr()
+    assert main(["status", runner.space.name, "--storage", f"sqlite:///{tmp_path}/flagopt.db"]) == 0
+    status = capsys.readouterr().out
+    assert "slot slot0: " in status and "slot slot1: " in status and "LOST (slot1: node3 is down" in status
 
 
 class LosesBoth(LosesSlot1):
