@@ -172,7 +172,8 @@ class Planner:
 
         leader = self.leader(arms)
         phase = {"phase": "refine"} if leader is not None else {}
-        confirming = self.spread(self.candidates(arms, in_flight, slot=slot), in_flight, slot, slots)
+        racing = self.candidates(arms, in_flight, slot=slot)
+        confirming = self.spread(racing, in_flight, slot, slots)
         chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
         if chosen is not None and screen is not None and not self.urgent(chosen, leader):
@@ -190,6 +191,8 @@ class Planner:
             return Plan(screen[0], screen[0].kind, screen[1], attrs={**phase, "design": screen[2]})
         if any(p.kind in ("probe", "profile", "repeat") for p in in_flight):
             return "wait"  # what is in flight decides what the screen proposes next
+        if racing and leader is not None:
+            return "wait"  # a repeat is due on another slot (this one measured it): the race is not over
         if leader is not None:
             # Nothing left could beat the winner: the race is over before the refinement budget is.
             verdict = self.win_verdict(records, arms, "nothing left to try could beat it")
@@ -365,13 +368,21 @@ class Planner:
         return Verdict(verdict.reason, message, winner=winner, tried=verdict.tried, noise=verdict.noise)
 
     # -- pieces ---------------------------------------------------------------------------------------------------
-    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
+    @staticmethod
+    def runs_since_control(records: Sequence[RunRecord], slot: str | None = None) -> int:
+        """Runs (of ``slot``) since its last baseline; runs that never started measured nothing."""
         since = 0
         for rec in reversed(records):
+            if slot is not None and rec.slot != slot:
+                continue
             if rec.is_baseline:
                 break
-            if rec.status != "invalid":  # runs that never started measured nothing
+            if rec.status != "invalid":
                 since += 1
+        return since
+
+    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
+        since = self.runs_since_control(records)
         if chosen is not None and since >= CONTROL_MIN_GAP and stats.needs_control(chosen.estimate):
             return True
         every = self.space.noise.baseline_every
