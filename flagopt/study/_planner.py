@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flagopt import stats
@@ -172,12 +172,17 @@ class Planner:
 
         leader = self.leader(arms)
         phase = {"phase": "refine"} if leader is not None else {}
-        racing = self.candidates(arms, in_flight, slot=slot)
+        # Enough distinct configurations for a null verdict: settle the open ones (on every free slot at once)
+        # rather than sample new ones, each of which could open another race.
+        closing = leader is None and sum(1 for a in arms if a.estimate is not None) >= space.stop.max_null
+        racing = self.candidates(arms, in_flight, slot=slot, closing=closing)
         confirming = self.spread(racing, in_flight, slot, slots)
         chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
-        if chosen is not None and screen is not None and not self.urgent(chosen, leader):
-            # Racing against the null bar can wait for the screen: the combination re-measures what helped.
+        screen_open = screen is not None or self.screen_in_flight(in_flight)
+        if chosen is not None and screen_open and not self.urgent(chosen, leader):
+            # Racing against the null bar can wait for the screen (also while its last results are still in flight,
+            # with several slots): the combination re-measures what helped.
             chosen = None
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
@@ -191,7 +196,7 @@ class Planner:
             return Plan(screen[0], screen[0].kind, screen[1], attrs={**phase, "design": screen[2]})
         if any(p.kind in ("probe", "profile", "repeat") for p in in_flight):
             return "wait"  # what is in flight decides what the screen proposes next
-        if racing and leader is not None:
+        if racing and (leader is not None or closing):
             return "wait"  # a repeat is due on another slot (this one measured it): the race is not over
         if leader is not None:
             # Nothing left could beat the winner: the race is over before the refinement budget is.
@@ -285,6 +290,11 @@ class Planner:
                     if config is not None:
                         return config, f"does {name} matter in {anchor.label}?", "drop-one"
         return None
+
+    @staticmethod
+    def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
+        """Whether runs of the screen (profiles, probes, refinements, combinations, drop-ones) are still in flight."""
+        return any(p.kind == "profile" or p.attrs.get("design") for p in in_flight)
 
     def contender(self, arms: Sequence[Arm]) -> Arm | None:
         """Before any winner is confirmed: the best arm of several settings that could still become one."""
@@ -434,7 +444,8 @@ class Planner:
                 out.append(arm)
         return out
 
-    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan], *, slot: str | None = None) -> list[Arm]:
+    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan], *, slot: str | None = None,
+                   closing: bool = False) -> list[Arm]:
         """Arms whose next run could change the decision: racing against the stop thresholds, or the leader.
 
         Without a winner the targets are ``stop.null_gain`` and ``stop.win``; once one is confirmed, the leader's
@@ -456,9 +467,12 @@ class Planner:
             est = arm.estimate
             if est is None or arm.first.number in here or arm.n >= noise.max_repeats or arm is leader:
                 continue
+            flying = count.get(arm.first.number, 0)
             rising = est.gain >= self.space.stop.win - self._sigma
-            if count.get(arm.first.number, 0) >= (2 if rising else 1):
+            if flying and not closing and flying >= (2 if rising else 1):
                 continue
+            if flying and not self.open_after(est, flying, target):
+                continue  # the runs in flight are expected to settle it: another would be wasted
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue
             if arm.n == 1:
@@ -473,6 +487,21 @@ class Planner:
             elif leader is None and est.gain >= self.space.stop.win and arm.config_key not in confirmed:
                 out.append(arm)  # above the bar on every run, not yet on the fresh ones at the family-wise level
         return out
+
+    def open_after(self, est: stats.ArmEstimate, extra: int, target: tuple[float, ...]) -> bool:
+        """Whether an arm would still need runs after ``extra`` more at the same mean (its interval narrowed).
+
+        Runs in flight are information on the way: with several slots, re-running an arm on every free slot at once
+        would spend runs its first extra results already make unnecessary.
+        """
+        noise = self.space.noise
+        if est.n + extra < noise.min_runs:
+            return True
+        shrink = math.sqrt(est.n / (est.n + extra))
+        projected = replace(est, n=est.n + extra, lo=est.gain - (est.gain - est.lo) * shrink,
+                            hi=est.gain + (est.hi - est.gain) * shrink, se=est.se * shrink)
+        return stats.next_to_sample({"arm": projected}, target=target, min_runs=noise.min_runs,
+                                    max_runs=noise.max_repeats) is not None
 
     def _targets(self, leader: Arm | None) -> tuple[float, ...]:
         stop = self.space.stop
