@@ -35,6 +35,9 @@ DRIVER_PACKAGES = {"pymysql": "PyMySQL (pip install 'flagopt[db]')", "mysqldb": 
                    "psycopg2": "psycopg2-binary", "psycopg": "psycopg", "mysqlconnector": "mysql-connector-python"}
 
 
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
+
+
 class MissingStorage(StudyError):
     """A read-only verb was pointed at a sqlite or journal file that does not exist (or a database without a study)."""
 
@@ -49,12 +52,9 @@ def is_server_url(url: str) -> bool:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as it may be printed, logged or written into a report: its password replaced by ``***``."""
-    try:
-        password = make_url(url).password
-    except (sqlalchemy.exc.ArgumentError, ValueError):
-        return url
-    return url if password is None else re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url, count=1)
+    """``url`` as it may be printed, logged or written into a report: its password replaced by ``***`` (a URL
+    SQLAlchemy cannot parse too: the error that says so prints it)."""
+    return _PASSWORD.sub(r"\1***@", url, count=1)
 
 
 def db_reason(exc: BaseException) -> str:

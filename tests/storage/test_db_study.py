@@ -182,12 +182,12 @@ def test_a_driver_killed_mid_study_is_resumed_and_its_running_job_reattached(fre
     print(f"resume after SIGKILL: {time.monotonic() - started:.1f} s to the end of the study")
 
 
-def test_a_second_driver_is_refused_while_the_first_runs(fresh_db, tmp_path, capsys):
+def test_a_second_driver_is_refused_while_the_first_runs(fresh_db, tmp_path, capsys, monkeypatch):
     space, out = slow_space(tmp_path, max_trials=2), tmp_path / "driver.out"
     first = start_driver(space, fresh_db, tmp_path / "artifacts", out)
     try:
         wait_for_running_job(fresh_db, "slow-db", first, out)
-        os.environ["FLAGOPT_ARTIFACTS"] = str(tmp_path / "artifacts")
+        monkeypatch.setenv("FLAGOPT_ARTIFACTS", str(tmp_path / "artifacts"))
         argv = ["run", "--space", str(space), "--storage", fresh_db, "--no-preflight", "--quiet"]
         assert main(argv) == 1
         err = capsys.readouterr().err.strip()
@@ -199,7 +199,6 @@ def test_a_second_driver_is_refused_while_the_first_runs(fresh_db, tmp_path, cap
             in capsys.readouterr().err
         assert first.wait(timeout=120) == 0, out.read_text()  # undisturbed
     finally:
-        os.environ.pop("FLAGOPT_ARTIFACTS", None)
         if first.poll() is None:
             first.kill()
     assert [r.status for r in history(load_study(fresh_db, "slow-db"))] == ["ok", "ok"]
