@@ -187,6 +187,13 @@ class DatabaseLock:
         self.lost = False
 
     def acquire(self, *, force: bool = False) -> None:
+        try:
+            self._acquire(force)
+        except BaseException:
+            self._engine.dispose()  # a refused driver leaves no connection open behind it
+            raise
+
+    def _acquire(self, force: bool) -> None:
         self._create_table()
         me = {"study_name": self.study_name, "host": socket.gethostname(), "pid": os.getpid(),
               "process": process_identity(os.getpid())}

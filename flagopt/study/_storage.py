@@ -33,8 +33,7 @@ ARTIFACTS_ENV = "FLAGOPT_ARTIFACTS"
 #: the Python package a server URL's driver comes from, for the "not installed" error
 DRIVER_PACKAGES = {"pymysql": "PyMySQL (pip install 'flagopt[db]')", "mysqldb": "mysqlclient",
                    "psycopg2": "psycopg2-binary", "psycopg": "psycopg", "mysqlconnector": "mysql-connector-python"}
-
-
+#: ``scheme://user:password@``: what :func:`shown_url` hides
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
 
 
@@ -189,7 +188,8 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
             attempt += 1
             racing = any(s in str(exc) for s in ("alembic_version", "already exists", "Duplicate entry"))
             if not racing or attempt >= 5:
-                raise StudyError("--storage", shown_url(url), f"cannot open the study storage: {exc}") from None
+                reason = db_reason(exc) if isinstance(exc, sqlalchemy.exc.DBAPIError) and is_server_url(url) else exc
+                raise StudyError("--storage", shown_url(url), f"cannot open the study storage: {reason}") from None
             time.sleep(0.5)
 
 
