@@ -10,7 +10,9 @@ from rich.console import Console
 def add_storage(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--storage", metavar="URL", default=None,
                         help="Optuna storage URL (default: $FLAGOPT_STORAGE or sqlite:///studies/flagopt.db); "
-                             "journal:///path/to/file.log for a journal file on NFS")
+                             "journal:///path/to/file.log for a journal file on NFS; "
+                             "mysql+pymysql://user:password@host:3306/db for a team's database server "
+                             "(trial folders then go under $FLAGOPT_ARTIFACTS, else ./studies; docs/storage.md)")
 
 
 def console() -> Console:

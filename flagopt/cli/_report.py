@@ -7,7 +7,7 @@ import sys
 
 from flagopt.cli._common import add_storage
 from flagopt.report import write_report
-from flagopt.study import study_data
+from flagopt.study import shown_url, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +19,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    md, page = write_report(study_data(args.storage, args.study), args.output, storage_hint=args.storage)
+    md, page = write_report(study_data(args.storage, args.study), args.output,
+                            storage_hint=args.storage and shown_url(args.storage))
     print(f"wrote {md}\nwrote {page}", file=sys.stderr)
     return 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
-from flagopt.study import Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, study_folder
+from flagopt.study import (Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, shown_url, storage_url,
+                           study_folder)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
                          max_in_flight=in_flight, progress=Observers(LiveView(progress.note), progress),
                          default_of=_registry_default(), preflight_excluded=tuple(excluded))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
-              f"on {executor.kind}; storage {args.storage or 'sqlite:///studies/flagopt.db'}")
+              f"on {executor.kind}; storage {shown_url(storage_url(args.storage))}")
     try:
         verdict = runner.run()
     except PinnedNodesDown:
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False, wide=False))
         raise
     out.print(f"next: python -m flagopt leaderboard {space.name}"
-              + (f" --storage {args.storage}" if args.storage else ""))
+              + (f" --storage {shlex.quote(shown_url(args.storage))}" if args.storage else ""))
     return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE
 
 

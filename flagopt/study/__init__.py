@@ -17,13 +17,17 @@ from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._planner import Plan, Planner, Verdict
 from flagopt.study._progress import Progress
 from flagopt.study._records import RunRecord, current_history, history, record_of
-from flagopt.study._study_data import SlotSummary, StudyData, is_nan, noise_of, other_cells, slot_line, study_data, study_data_of
-from flagopt.study._storage import DEFAULT_STORAGE, artifacts_root, load_study, open_storage, prepare_storage, study_folder
+from flagopt.study._study_data import (SlotSummary, StudyData, is_nan, noise_of, other_cells, slot_line, study_data,
+                                       study_data_of)
+from flagopt.study._storage import (DEFAULT_STORAGE, artifacts_root, load_study, open_storage, prepare_storage,
+                                    shown_url, storage_url, study_folder)
 
 __all__ = [
     "DEFAULT_STORAGE", "Arm", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
-    "SlotSummary", "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history", "artifacts_root",
+    "SlotSummary", "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history",
+    "artifacts_root",
     "compact_settings", "history", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
-    "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "slot_line", "study_data",
+    "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "shown_url",
+    "slot_line", "storage_url", "study_data",
     "study_data_of", "study_folder", "write_trial_files",
 ]

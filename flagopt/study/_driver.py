@@ -27,7 +27,7 @@ from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
-from flagopt.study._lock import StudyLock
+from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
 from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary
 from flagopt.study._progress import Progress
@@ -115,7 +115,7 @@ class StudyRunner(Launching, Recovery):
 
     # -- the loop -----------------------------------------------------------------------------------------------
     def run(self) -> Verdict | None:
-        lock = StudyLock(self.folder, self.space.name)
+        lock = driver_lock(self.storage, self.folder, self.space.name)  # a file, or a row on a database server
         lock.acquire(force=self.force)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:

@@ -1,23 +1,103 @@
-"""Where studies live: the Optuna storage URL and the per-trial artifact folders."""
+"""Where studies live: the Optuna storage URL and the per-trial artifact folders.
+
+Three kinds of storage URL: a sqlite file (the default), a journal file (``journal:///path.log``, for NFS), and a
+database server (``mysql+pymysql://user@host:3306/db``, ``postgresql://...``) that a team shares. A server URL has no
+file to put the trial folders beside: they go under ``$FLAGOPT_ARTIFACTS`` (any storage), else ``./studies``.
+
+Example:
+    >>> shown_url("mysql+pymysql://flagopt:secret@db.example:3306/flagopt")
+    'mysql+pymysql://flagopt:***@db.example:3306/flagopt'
+    >>> is_server_url("sqlite:///studies/flagopt.db"), is_server_url("mysql+pymysql://u@h/db")
+    (False, True)
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import time
 from pathlib import Path
 
 import optuna
+import sqlalchemy
+from sqlalchemy.engine import make_url
 
 from flagopt.errors import FlagoptError, StudyError
 
 DEFAULT_STORAGE = "sqlite:///studies/flagopt.db"
 JOURNAL_PREFIX = "journal:///"
 SQLITE_PREFIX = "sqlite:///"
+#: the folder trial folders go under, whatever the storage (a shared NFS folder for a team on a database server)
+ARTIFACTS_ENV = "FLAGOPT_ARTIFACTS"
+#: the Python package a server URL's driver comes from, for the "not installed" error
+DRIVER_PACKAGES = {"pymysql": "PyMySQL (pip install 'flagopt[db]')", "mysqldb": "mysqlclient",
+                   "psycopg2": "psycopg2-binary", "psycopg": "psycopg", "mysqlconnector": "mysql-connector-python"}
+#: ``scheme://user:password@``: what :func:`shown_url` hides
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
 
 
 class MissingStorage(StudyError):
-    """A read-only verb was pointed at a sqlite or journal file that does not exist."""
+    """A read-only verb was pointed at a sqlite or journal file that does not exist (or a database without a study)."""
+
+
+class UnreachableStorage(FlagoptError):
+    """A database server URL that is malformed, names a driver that is not installed, or cannot be reached (exit 2)."""
+
+
+def is_server_url(url: str) -> bool:
+    """Whether ``url`` names a database server (anything but a sqlite or journal URL)."""
+    return not url.startswith(("sqlite:", "journal:"))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be printed, logged or written into a report: its password replaced by ``***`` (a URL
+    SQLAlchemy cannot parse too: the error that says so prints it)."""
+    return _PASSWORD.sub(r"\1***@", url, count=1)
+
+
+def db_reason(exc: BaseException) -> str:
+    """The driver's own words for a failed connection, without SQLAlchemy's statement and background link."""
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    if len(args) == 2 and isinstance(args[0], int):  # MySQL drivers: (errno, message)
+        return f"{args[1]} (MySQL error {args[0]})"
+    return " ".join(str(orig).split()) or type(orig).__name__
+
+
+def server_engine(url: str, **kwargs) -> sqlalchemy.engine.Engine:
+    """A SQLAlchemy engine on a server URL (not yet connected), or one :class:`UnreachableStorage` saying why not."""
+    try:
+        return sqlalchemy.create_engine(url, pool_pre_ping=True, **kwargs)
+    except ModuleNotFoundError as exc:
+        package = DRIVER_PACKAGES.get(exc.name or "", exc.name)
+        raise UnreachableStorage("--storage", shown_url(url),
+                                 f"the database driver {exc.name!r} is not installed: install {package}") from None
+    except (sqlalchemy.exc.ArgumentError, sqlalchemy.exc.NoSuchModuleError, ValueError) as exc:
+        raise UnreachableStorage("--storage", shown_url(url), f"not a storage URL ({db_reason(exc)}); expected "
+                                 "sqlite:///path.db, journal:///path.log or e.g. "
+                                 "mysql+pymysql://user:password@host:3306/database") from None
+
+
+def check_server(url: str, *, create: bool) -> None:
+    """The server of ``url`` answers, the credentials and the database are right; without ``create``, the database
+    already holds Optuna's tables (a read-only verb creates nothing on the way to saying "no such study")."""
+    engine = server_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT 1"))
+            # Optuna stamps alembic_version last: without its row the schema is absent or still being created
+            # (by a driver starting on a fresh database), and a reader must not create or stamp it too.
+            complete = sqlalchemy.inspect(connection).has_table("alembic_version") and connection.execute(
+                sqlalchemy.text("SELECT COUNT(*) FROM alembic_version")).scalar()
+    except sqlalchemy.exc.DBAPIError as exc:
+        raise UnreachableStorage("--storage", shown_url(url), f"cannot use the database server: {db_reason(exc)}") from None
+    finally:
+        engine.dispose()
+    if not create and not complete:
+        database = make_url(url).database
+        raise MissingStorage(shown_url(url), None, f"no study storage in database {database!r} (no Optuna tables; "
+                                                   "nothing created): check --storage or $FLAGOPT_STORAGE")
 
 
 def storage_file(url: str) -> Path | None:
@@ -43,7 +123,9 @@ def writable_folder(folder: Path, what: str, source: str) -> None:
 
 
 def prepare_storage(url: str | None, study_name: str) -> None:
-    """Before ``run`` writes anything: the storage's folder and the study's folder exist and are writable."""
+    """Before ``run`` writes anything: the storage's folder (or server) and the study's folder are usable."""
+    if is_server_url(storage_url(url)):
+        check_server(storage_url(url), create=True)
     path = storage_file(storage_url(url))
     if path is not None:
         writable_folder(path.parent, "storage", "--storage")
@@ -75,10 +157,12 @@ def check_sqlite_file(path: Path, url: str) -> None:
 def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.BaseStorage:
     """An Optuna storage for ``url``: any RDB URL, or ``journal:///path.log`` (a journal file, for NFS clusters).
 
-    With ``create=False`` (the read-only verbs) a sqlite or journal file that does not exist is an error: nothing
-    is created on the way to saying "no such study".
+    With ``create=False`` (the read-only verbs) a sqlite or journal file that does not exist, or a database without
+    Optuna's tables, is an error: nothing is created on the way to saying "no such study".
     """
     url = storage_url(url)
+    if is_server_url(url):
+        check_server(url, create=create)
     path = storage_file(url)
     if path is not None:
         if not create and not path.exists():
@@ -94,13 +178,18 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     attempt = 0
     while True:
         try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+            # a reader of a database server never creates tables (check_server saw the schema complete)
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                              skip_table_creation=not create and is_server_url(url))
         except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
-            # Two processes creating the same new storage at once (`run` starting while `status` opens it) race
-            # on the schema's version row; the loser finds the schema there a moment later.
+            # Two processes creating the same new storage at once (`run` starting while `status` opens it, two
+            # drivers on a fresh database) race on the schema's tables and version rows; the loser finds the
+            # schema there a moment later.
             attempt += 1
-            if "alembic_version" not in str(exc) or attempt >= 3:
-                raise StudyError("--storage", url, f"cannot open the study storage: {exc}") from None
+            racing = any(s in str(exc) for s in ("alembic_version", "already exists", "Duplicate entry"))
+            if not racing or attempt >= 5:
+                reason = db_reason(exc) if isinstance(exc, sqlalchemy.exc.DBAPIError) and is_server_url(url) else exc
+                raise StudyError("--storage", shown_url(url), f"cannot open the study storage: {reason}") from None
             time.sleep(0.5)
 
 
@@ -109,7 +198,10 @@ def storage_url(url: str | None) -> str:
 
 
 def artifacts_root(url: str | None) -> Path:
-    """Trial folders sit beside a sqlite/journal file, else under ./studies."""
+    """Trial folders go under ``$FLAGOPT_ARTIFACTS`` when set, else beside a sqlite/journal file, else under
+    ./studies (a database server: set ``$FLAGOPT_ARTIFACTS`` to a folder every driver host and node shares)."""
+    if os.environ.get(ARTIFACTS_ENV):
+        return Path(os.environ[ARTIFACTS_ENV]).expanduser().resolve()
     url = storage_url(url)
     for prefix in ("sqlite:///", JOURNAL_PREFIX):
         if url.startswith(prefix):
@@ -130,5 +222,5 @@ def load_study(url: str | None, study_name: str) -> optuna.Study:
     names = [s.study_name for s in optuna.study.get_all_study_summaries(storage)]
     if study_name not in names:
         known = ", ".join(sorted(names)) or "none"
-        raise StudyError(storage_url(url), study_name, f"no such study (studies in this storage: {known})")
+        raise StudyError(shown_url(storage_url(url)), study_name, f"no such study (studies in this storage: {known})")
     return optuna.load_study(study_name=study_name, storage=storage)
