@@ -421,7 +421,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.jobs < 1:
         parser.error(f"--jobs: must be at least 1, got {args.jobs}")
     if args.slots[0] != 1:
-        parser.error(f"--slots: must include 1 (the reference every ratio is taken against), got {args.slots}")
+        parser.error(f"--slots/--cells: must include 1 slot (the reference of every ratio), got {args.slots}")
     if not 0.0 < args.slow <= 1.0:
         parser.error(f"--slow: a speed factor in (0, 1], got {args.slow}")
     for name in ("seeds", "held_out_seeds", "null_seeds"):
