@@ -403,7 +403,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="write the markdown write-up here")
     parser.add_argument("--results", type=Path,
                         help="also write every study's result here (JSON; --from-results renders it again)")
-    parser.add_argument("--from-results", type=Path, help="render a --results file instead of running studies")
+    parser.add_argument("--from-results", type=Path, nargs="+",
+                        help="render --results files (several: one write-up of all) instead of running studies")
     args = parser.parse_args(argv)
     given = set(sys.argv[1:] if argv is None else argv)
     if args.quick:
@@ -503,6 +504,20 @@ def load_results(path: Path) -> tuple[list[SlotResult], dict[str, str]]:
     return out, data["meta"]
 
 
+def merge_meta(metas: Sequence[dict[str, str]]) -> dict[str, str]:
+    """One "how it was run" of several runs: a value that differs lists every run's, in order.
+
+    Example:
+        >>> merge_meta([{"command": "`a`", "slow": "0.97"}, {"command": "`b`", "slow": "0.97"}])
+        {'command': '`a`<br>`b`', 'slow': '0.97'}
+    """
+    out: dict[str, str] = {}
+    for key in dict.fromkeys(k for meta in metas for k in meta):
+        values = list(dict.fromkeys(meta[key] for meta in metas if key in meta))
+        out[key] = "<br>".join(values)
+    return out
+
+
 def same_choices(results: Sequence[SlotResult], first: str = "alt", second: str = "slow-first") -> list[str]:
     """Per slot count: on how many seeds ``first`` and ``second`` ended with the same choice, runs and wall time.
 
@@ -531,7 +546,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=260)
     shown = ["python", "benchmarks/slots.py", *(sys.argv[1:] if argv is None else argv)]
     if args.from_results:
-        results, meta = load_results(args.from_results)
+        results, metas = [], []
+        for path in args.from_results:
+            got, one = load_results(path)
+            results += got
+            metas.append(one)
+        meta = merge_meta(metas)
         failed = [meta["left out"]] if "left out" in meta else []
         meta["rendered by"] = f"`{shlex.join(shown)}`"
     else:

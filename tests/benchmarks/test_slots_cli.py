@@ -47,6 +47,8 @@ def test_one_seed_on_one_and_two_slots(tmp_path: Path) -> None:
     again = tmp_path / "again.md"
     assert main(["--from-results", str(saved), "--out", str(again)]) == 0
     assert _table(again.read_text()) == rows
+    assert main(["--from-results", str(saved), str(saved), "--out", str(again)]) == 0  # two runs in one write-up
+    assert [r["seeds"] for r in _table(again.read_text())] == ["2", "2", "2"]
 
 
 def test_offsets_and_bad_arguments() -> None:
