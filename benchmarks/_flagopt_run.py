@@ -41,7 +41,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
     ``{"stop": {"refine": 20}}``. ``detail`` carries the verdict reason, the winner's label, its estimated
     interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records),
     the simulated run-seconds and the virtual wall time (``wall_seconds``: with ``slots`` > 1 the runs overlap;
-    slots are named ``slot0``, ``slot1``...; ``slot_speed`` and ``slot_phase`` by those names).
+    slots are named ``slot0``, ``slot1``...; ``slot_speed`` and ``slot_phase`` by those names), the slot of each
+    launch (``slot_launches``) and the slots of the winner's successful runs in launch order (``winner_slots``).
     """
     space = write_space(land, seed, folder, max_trials=max_trials, **(space_options or {}))
     names = [f"slot{i}" for i in range(slots)] if slots > 1 else [""]
@@ -66,7 +67,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 6
             settings.update(part)
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
               "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
-              "winner_lo_familywise": _familywise_lo(runner, winner), "log": log,
+              "winner_lo_familywise": _familywise_lo(runner, winner), "winner_slots": _winner_slots(runner, winner),
+              "log": log,
               "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults),
               "wall_seconds": executor.wall_seconds, "slot_launches": list(executor.slot_launches)}
     return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)
@@ -81,3 +83,13 @@ def _familywise_lo(runner: StudyRunner, winner: dict[str, Any] | None) -> float 
     confidence = stats.win_confidence(space.noise.confidence, sum(1 for a in arms if a.n > 1))
     arm = next((a for a in arms if a.config_key == winner.get("config_key")), None)
     return arm.estimate.bounds(confidence)[0] if arm is not None else None
+
+
+def _winner_slots(runner: StudyRunner, winner: dict[str, Any] | None) -> list[str]:
+    """The slot of each successful run of the winner, in launch order (where its evidence was measured)."""
+    if not winner:
+        return []
+    space = runner.space
+    arm = next((a for a in arms_of(runner.records(), space.noise, space.metric.direction)
+                if a.config_key == winner.get("config_key")), None)
+    return [] if arm is None else [r.slot for r in sorted(arm.runs, key=lambda r: r.number)]

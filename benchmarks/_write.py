@@ -125,6 +125,17 @@ def _targets_md(checks: Sequence[TargetCheck]) -> str:
                           [(c.name, c.target, c.measured, "yes" if c.met else "**no**") for c in checks])
 
 
+def kept_notes(previous: str) -> str:
+    """The hand-written notes section of a previous write-up (an empty one when there is none).
+
+    Example:
+        >>> kept_notes("old\\n<!-- notes -->\\nwhy\\n<!-- /notes -->\\n")
+        '<!-- notes -->\\nwhy\\n<!-- /notes -->'
+    """
+    kept = _NOTES.search(previous)
+    return kept.group(0) if kept else "<!-- notes -->\n<!-- /notes -->"
+
+
 def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Sequence[TargetCheck],
              held_checks: Sequence[TargetCheck], meta: dict[str, Any], landscapes: dict[str, str],
              notes_run: Sequence[str] = (), previous: str = "") -> str:
