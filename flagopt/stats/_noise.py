@@ -77,15 +77,35 @@ def noise_estimate(baselines: Sequence[Run]) -> NoiseEstimate:
     """
     blocks = [b for b in by_block([r for r in baselines if r.value > 0]).values() if len(b) >= 2]
     if len(blocks) > 1:
-        parts = [_block_noise(b) for b in blocks]
-        df = sum(p.df for p in parts)
-        sigma = math.sqrt(sum(p.sigma**2 * p.df for p in parts) / df)
-        return NoiseEstimate(sigma=max(sigma, _step_floor(baselines)), df=float(df))
+        return _pooled_noise(blocks, _step_floor(baselines))
     if blocks and len(blocks[0]) < len([r for r in baselines if r.value > 0]):
         return _block_noise(blocks[0])  # one block with repeats, others with a single run: only it measures noise
     if not blocks and len(by_block(baselines)) > 1:
         return NoiseEstimate(sigma=_step_floor(baselines), df=1.0)  # one run per block: nothing measures noise yet
     return _block_noise(baselines)
+
+
+def _pooled_noise(blocks: Sequence[Sequence[Run]], floor: float) -> NoiseEstimate:
+    """Successive differences within each block (each relative to its own level), one trend slope for all.
+
+    A slope per block would spend a degree of freedom in every block, and a slot has few baselines: with four
+    slots of three baselines each that left 4 degrees of freedom instead of 7.
+    """
+    diffs: list[np.ndarray] = []
+    dts: list[np.ndarray] = []
+    for block in blocks:
+        runs = sorted(block, key=lambda r: r.t)
+        level = float(np.median([r.value for r in runs]))
+        diffs.append(np.diff(np.array([r.value / level for r in runs])))
+        dts.append(np.diff(np.array([r.t for r in runs], dtype=float)))
+    d, dt = np.concatenate(diffs), np.concatenate(dts)
+    total = float(np.sum(dt * dt))
+    slope = float(np.sum(d * dt) / total) if total > 0 else 0.0
+    df = len(d) - 1
+    if df < 1:
+        return NoiseEstimate(sigma=max(abs(float(d[0])) / math.sqrt(2.0), floor), df=1.0)
+    sigma = math.sqrt(float(np.sum((d - slope * dt) ** 2)) / df / 2.0)
+    return NoiseEstimate(sigma=max(sigma, floor), df=float(df))
 
 
 def _block_noise(baselines: Sequence[Run]) -> NoiseEstimate:

@@ -48,7 +48,7 @@ def test_offset_between_slots_is_not_noise() -> None:
     base = two_slots(rng, slow=0.95, sigma=0.004, n=10)
     est = noise_estimate(base)
     assert est.sigma < 0.008  # the 5 % offset would make it > 2 % if slots were differenced together
-    assert est.df == pytest.approx(2 * (10 - 2))
+    assert est.df == pytest.approx(2 * (10 - 1) - 1)  # differences within each slot, one trend slope for all
 
 
 def test_level_of_a_slot_without_baselines_falls_back_to_every_baseline() -> None:
