@@ -25,8 +25,8 @@ def run(args: argparse.Namespace) -> int:
     for r in st.running:
         step = "-" if r.step is None else str(r.step)
         where = f" on {r.slot}" if r.slot and st.slots else ""
-        out.print(f"running: trial {r.number} {r.label} ({r.reason}) job {r.job_id or '-'}{where} · step {step}/{r.last}"
-                  f" · {r.elapsed_s:.0f} s", markup=False)
+        out.print(f"running: trial {r.number} {r.label} ({r.reason}) job {r.job_id or '-'}{where} · "
+                  f"step {step}/{r.last} · {r.elapsed_s:.0f} s", markup=False)
     if not st.running:
         out.print("running: none", markup=False)
     for line in st.slots:

@@ -133,7 +133,8 @@ def _where(data: StudyData) -> str:
     """``nodelist node1`` or, for a study on several slots, each slot with its runs, level and whether it was lost."""
     slots = data.slot_summary()
     if len(slots) <= 1:
-        return f"nodelist {data.executor.get('nodelist') or '-'}" + (f" (LOST: {slots[0].lost})" if slots and slots[0].lost else "")
+        lost = f" (LOST: {slots[0].lost})" if slots and slots[0].lost else ""
+        return f"nodelist {data.executor.get('nodelist') or '-'}{lost}"
     return (f"{len(slots)} slots, each its own block of baselines (gains are measured within a slot): "
             + "; ".join(slot_line(s) for s in slots))
 

@@ -155,7 +155,8 @@ class Launching:
                                                                     f"({reason})", "slot": slot}))
         left = self.live_slots()
         if not left:
-            message = f"stopped: {reason}" if len(self.slots) == 1 else f"stopped: every slot is lost ({self._lost_sentence()})"
+            message = f"stopped: {reason}" if len(self.slots) == 1 else \
+                f"stopped: every slot is lost ({self._lost_sentence()})"
             verdict = Verdict("node-down", message)
             self.study.set_user_attr("flagopt.verdict", verdict.to_json())
             self.study.set_user_attr("flagopt.arms", [arm_summary(a) for a in self._arms()])
