@@ -12,6 +12,7 @@ from benchmarks._flagopt_run import clean_environment
 from benchmarks._sim_executor import SimExecutor
 from benchmarks._spaces import write_space
 from flagopt.cli import main
+from flagopt.dashboard import live_note
 from flagopt.executors import TrialJob, TrialLaunch
 from flagopt.study import PinnedNodesDown, Progress, StudyRunner, arms_of, slot_line, study_data
 from flagopt.workloads.sim import load_landscape
@@ -48,6 +49,9 @@ def test_a_slower_slot_creates_no_winner_and_every_slot_is_its_own_block(tmp_pat
     data = study_data(f"sqlite:///{tmp_path}/flagopt.db", runner.space.name)
     slots = {s.slot: s for s in data.slot_summary()}
     assert slots["slot1"].offset == pytest.approx(-0.04, abs=0.01) and "level -" in slot_line(slots["slot1"])
+    note = live_note(data)  # the note optuna-dashboard shows beside the trials (each trial's attrs carry its slot)
+    assert "**Slots**: slot0: " in note and "slot1: " in note
+    assert all(t.user_attrs["slot"] in SLOTS for t in runner.study.get_trials() if "kind" in t.user_attrs)
 
 
 def test_two_slots_decide_in_less_wall_time(tmp_path: Path) -> None:
