@@ -77,17 +77,22 @@ def rows(summaries: Sequence[Summary]) -> list[tuple[str, ...]]:
     return out
 
 
-def _results_table(title: str, summaries: Sequence[Summary]) -> Table:
+def sectioned_table(title: str, columns: Sequence[str], left: Sequence[str], body: Sequence[Sequence[str]]) -> Table:
+    """A rich table whose rows are grouped into sections by their first cell (the landscape)."""
     table = Table(title=title, show_lines=False)
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col in _LEFT else "right")
+    for col in columns:
+        table.add_column(col, justify="left" if col in left else "right")
     last = None
-    for row in rows(summaries):
+    for row in body:
         if last is not None and row[0] != last:
             table.add_section()
         last = row[0]
         table.add_row(*row)
     return table
+
+
+def _results_table(title: str, summaries: Sequence[Summary]) -> Table:
+    return sectioned_table(title, COLUMNS, _LEFT, rows(summaries))
 
 
 def _targets_table(title: str, checks: Sequence[TargetCheck]) -> Table:

@@ -53,7 +53,7 @@ from rich.table import Table  # noqa: E402
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, TargetCheck  # noqa: E402
 from benchmarks._random_landscapes import FAMILIES, random_landscape  # noqa: E402
-from benchmarks._write import kept_notes, markdown_table, write_markdown  # noqa: E402
+from benchmarks._write import kept_notes, markdown_table, sectioned_table, write_markdown  # noqa: E402
 from benchmarks.decisions import LANDSCAPES, NULL_LANDSCAPES, SPAWN, commit, machine  # noqa: E402
 from flagopt.workloads.sim import load_landscape  # noqa: E402
 
@@ -305,16 +305,7 @@ def false_winner_lines(results: Sequence[SlotResult]) -> list[str]:
 
 
 def rich_table(title: str, summaries: Sequence[SlotSummary]) -> Table:
-    table = Table(title=title)
-    for col in COLUMNS:
-        table.add_column(col, justify="left" if col in _LEFT else "right")
-    last = None
-    for row in rows(summaries):
-        if last is not None and row[0] != last:
-            table.add_section()
-        last = row[0]
-        table.add_row(*row)
-    return table
+    return sectioned_table(title, COLUMNS, _LEFT, rows(summaries))
 
 
 def targets_table(checks: Sequence[TargetCheck]) -> Table:
