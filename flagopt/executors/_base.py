@@ -54,6 +54,9 @@ class TrialJob(abc.ABC):
     def result(self, timeout_s: float | None = None) -> JobResult:
         """Wait for the end and collect the per-task outcomes."""
 
+    def queued_behind_until(self, when: float) -> None:
+        """The job ahead of this one on its slot ends at ``when`` (``inf`` while it runs): pending counts from then."""
+
     def times(self) -> dict[str, float | None]:
         """The scheduler's submit/start/end times, where it keeps them (Slurm does; a local job has none)."""
         return {}

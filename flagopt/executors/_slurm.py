@@ -108,6 +108,7 @@ class SlurmTrialJob(TrialJob):
         self._settings = settings
         self._poll_interval_s = poll_interval_s
         self._created_at = time.time()
+        self._queued_until = 0.0  # until then it waited for this study's own job on the same nodes, not for Slurm
         self._last: JobStatus | None = None
         self._last_at = 0.0
         self._expired = ""
@@ -191,8 +192,17 @@ class SlurmTrialJob(TrialJob):
             self._ran = True
             self.nodelist = info.nodelist
 
+    def queued_behind_until(self, when: float) -> None:
+        """The study's job ahead of this one on the same nodes ends at ``when`` (``inf`` while it runs).
+
+        The driver queues the next trial behind the running one so the nodes never idle; that wait is not Slurm
+        failing to start the job, and a trial longer than ``pending_deadline_s`` must not get the next one
+        cancelled: the pending clock starts when the job ahead ends.
+        """
+        self._queued_until = when
+
     def _pending_for(self) -> float:
-        return time.time() - (self.submitted_at or self._created_at)
+        return time.time() - max(self.submitted_at or self._created_at, self._queued_until)
 
 
 class SlurmExecutor(BaseExecutor):

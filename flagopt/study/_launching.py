@@ -42,6 +42,8 @@ class Running:
     job: TrialJob
     launch: TrialLaunch
     submitted_at: float
+    #: the end of the job ahead of it on its slot: waiting behind the study's own job is not a pending problem
+    queued_until: float = 0.0
 
 
 class Launching:
@@ -81,7 +83,10 @@ class Launching:
         })
         job = self.executor.submit(launch, plan.slot)
         self._set_attrs(trial, {"job_id": job.job_id})
-        self.running.append(Running(plan, trial, job, launch, submitted_at))
+        ahead = any(r.plan.slot == plan.slot for r in self.running)
+        if ahead:
+            job.queued_behind_until(math.inf)  # its pending clock starts when the job ahead of it ends
+        self.running.append(Running(plan, trial, job, launch, submitted_at, math.inf if ahead else 0.0))
         self.launched += 1
         self.progress.launched(trial.number, plan, job.job_id)
 
@@ -100,12 +105,17 @@ class Launching:
                 status = run.job.status()
                 if status.done:
                     self.running.remove(run)
+                    now = time.time()
+                    for behind in self.running:
+                        if behind.plan.slot == run.plan.slot:
+                            behind.queued_until = now
+                            behind.job.queued_behind_until(now)
                     result = run.job.result()
                     self._finish(run, result)
                     if result.state != "FINISHED":
                         self._check_pinned_nodes(run.plan.slot)  # a killed job can be the first sign of a lost node
                     return
-                pending_for = time.time() - run.submitted_at
+                pending_for = time.time() - max(run.submitted_at, run.queued_until)
                 deadline = self._pending_deadline()
                 if status.state == "PENDING" and "Node" in status.detail \
                         and time.time() - self._nodes_checked_at > NODE_RECHECK_S:

@@ -14,7 +14,7 @@ import optuna
 import pytest
 
 from flagopt.cli import main
-from flagopt.executors._slurm_query import expand_nodelist, node_states
+from flagopt.executors._slurm_query import expand_nodelist, node_states, parse_slurm_time
 from flagopt.study import arms_of, history, load_study
 from tests.slurm.test_study import (
     Watcher,
@@ -173,3 +173,26 @@ def test_resume_reattaches_the_jobs_of_every_slot(slurm_cluster: set[str], tmp_p
         assert Path(rec.attrs["trial_dir"], "rank0.log").read_text().count("completed step: 0,") == 1  # ran once
     jobs = sacct_jobs([a["job_id"] for a in left], within_s=60)
     assert all(jobs[a["job_id"]]["NodeList"] == a["slot"] for a in left)
+
+
+def test_a_job_queued_behind_a_long_trial_is_not_a_pending_failure(slurm_cluster: set[str], tmp_path: Path) -> None:
+    # Two jobs per slot keep the nodes busy: the second waits in Slurm's queue behind the first. Trials of ~9 s
+    # against a 4.8 s pending deadline: the deadline counts from the end of the job ahead, not from submission.
+    space = write_space(tmp_path, """
+        name: queued
+        command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.6"]
+        executor: {kind: slurm, slurm: {slots: [node4], pending_deadline_min: 0.08}}
+        profiles:
+          a: {env: {FOO: "1"}}
+          b: {env: {FOO: "2"}}
+        stop: {max_trials: 3, max_null: 100}
+        noise: {baseline_every: 100}
+    """)
+    storage = storage_of(tmp_path)
+    assert run(space, storage) == 0
+    records = history(load_study(storage, "queued"))
+    assert [r.status for r in records] == ["ok", "ok", "ok"], [r.attrs.get("failure_reason") for r in records]
+    jobs = sacct_jobs([r.attrs["job_id"] for r in records])
+    waited = [parse_slurm_time(jobs[r.attrs["job_id"]]["Start"]) - parse_slurm_time(jobs[r.attrs["job_id"]]["Submit"])
+              for r in records]
+    assert max(waited) > 4.8  # one of them did wait in the queue longer than the deadline, behind its own study's job
