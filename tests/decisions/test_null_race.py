@@ -6,30 +6,19 @@ the null-race floor (statistics.md §7): arms estimated at +0.5 to +1.6 % were r
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
-import optuna
 import pytest
 
-from benchmarks._flagopt_run import clean_environment
-from benchmarks._sim_executor import SimExecutor
-from benchmarks._spaces import write_space
-from flagopt.study import Progress, StudyRunner, arms_of
+from flagopt.study import arms_of
 from flagopt.workloads.sim import load_landscape
+from tests.decisions.sim_study import run_study
 
 LAND = load_landscape("null")
 
 
 def study(tmp_path: Path, seed: int):
-    space = write_space(LAND, seed, tmp_path, max_trials=60)
-    executor = SimExecutor(tmp_path / "jobs", base_env=clean_environment(LAND))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        runner = StudyRunner(space, executor, storage=f"sqlite:///{tmp_path}/s.db", progress=Progress(quiet=True),
-                             force=True, poll_s=0.0)
-        verdict = runner.run()
-    return runner, verdict
+    return run_study(LAND, tmp_path, seed)
 
 
 @pytest.mark.parametrize("seed", [10, 18])
