@@ -162,7 +162,7 @@ class Launching:
             run.job.cancel()
             self.running.remove(run)
             self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": f"cancelled: slot {slot} lost "
-                                                                    f"({reason})", "slot": slot}))
+                                                                    f"({reason})"}))
         left = self.live_slots()
         if not left:
             message = f"stopped: {reason}" if len(self.slots) == 1 else \

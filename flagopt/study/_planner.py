@@ -378,21 +378,14 @@ class Planner:
         return Verdict(verdict.reason, message, winner=winner, tried=verdict.tried, noise=verdict.noise)
 
     # -- pieces ---------------------------------------------------------------------------------------------------
-    @staticmethod
-    def runs_since_control(records: Sequence[RunRecord], slot: str | None = None) -> int:
-        """Runs (of ``slot``) since its last baseline; runs that never started measured nothing."""
+    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
+        """Whether a drift control is due among ``records`` (one slot's runs)."""
         since = 0
         for rec in reversed(records):
-            if slot is not None and rec.slot != slot:
-                continue
             if rec.is_baseline:
                 break
-            if rec.status != "invalid":
+            if rec.status != "invalid":  # runs that never started measured nothing
                 since += 1
-        return since
-
-    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
-        since = self.runs_since_control(records)
         if chosen is not None and since >= CONTROL_MIN_GAP and stats.needs_control(chosen.estimate):
             return True
         every = self.space.noise.baseline_every
