@@ -32,7 +32,7 @@ def clean_environment(land: Landscape) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in names}
 
 
-def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int = 60,
+def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int | None = 60,
                 space_options: dict[str, Any] | None = None, slots: int = 1,
                 slot_speed: dict[str, float] | None = None, slot_phase: dict[str, float] | None = None) -> Choice:
     """Run a whole study until its stop verdict; the choice is the verdict's winner (the baseline when none).

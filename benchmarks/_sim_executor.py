@@ -99,8 +99,9 @@ class SimJob(TrialJob):
     """A job whose result is known at submission and which ends when the virtual clock reaches ``ends_at``."""
 
     def __init__(self, job_id: str, outcome: RunOutcome, executor: SimExecutor | None = None,
-                 ends_at: float = 0.0) -> None:
+                 ends_at: float = 0.0, slot: str = "") -> None:
         self.job_id = job_id
+        self.slot = slot
         self._outcome = outcome
         self._executor = executor
         self.ends_at = ends_at
@@ -116,7 +117,11 @@ class SimJob(TrialJob):
         return JobStatus(self.job_id, "FINISHED", True)
 
     def cancel(self) -> None:
-        """Nothing to stop: the job is already over."""
+        """A job still running on the virtual clock ends now: its slot is free from this moment."""
+        ex = self._executor
+        if ex is not None and ex.clock < self.ends_at:
+            self.ends_at = ex.clock
+            ex.cancelled(self)
 
     def result(self, timeout_s: float | None = None) -> JobResult:
         return JobResult(self.job_id, "FINISHED", (self._outcome,))
@@ -164,6 +169,12 @@ class SimExecutor(BaseExecutor):
         if self._running:
             self.clock = max(self.clock, min(job.ends_at for job in self._running))
 
+    def cancelled(self, job: SimJob) -> None:
+        """``job`` was stopped before its end: its slot is free now, unless a job queued behind it holds it."""
+        self.finished(job)
+        if not any(j.slot == job.slot for j in self._running):
+            self._free_at[job.slot] = min(self._free_at.get(job.slot, self.clock), self.clock)
+
     def finished(self, job: SimJob) -> None:
         if job in self._running:
             self._running.remove(job)
@@ -200,7 +211,7 @@ class SimExecutor(BaseExecutor):
                              ended_at=started + span, first_step_at=started + min(float(ends[0]), span) if ends else None,
                              last_step_at=started + last_step if last_step is not None else None,
                              log_path=str(log_path))
-        job = SimJob(f"sim-{index}", outcome, self, started + self.period_s)
+        job = SimJob(f"sim-{index}", outcome, self, started + self.period_s, slot)
         self._running.append(job)
         return job
 

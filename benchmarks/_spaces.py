@@ -37,7 +37,7 @@ def _param_entry(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def space_data(land: Landscape, seed: int, *, max_trials: int = 60, **options: Any) -> dict[str, Any]:
+def space_data(land: Landscape, seed: int, *, max_trials: int | None = 60, **options: Any) -> dict[str, Any]:
     """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise.
 
     ``options`` are merged into the file: a mapping into the section of that name (``stop={"refine": 20}`` keeps
@@ -69,7 +69,8 @@ def space_data(land: Landscape, seed: int, *, max_trials: int = 60, **options: A
             "defaults": defaults,
         },
         "params": {name: _param_entry(name, entry) for name, entry in land.space_params().items()},
-        "stop": {"win": 0.05, "null_gain": 0.02, "max_null": 25, "max_trials": max_trials},
+        "stop": {"win": 0.05, "null_gain": 0.02, "max_null": 25,
+                 **({"max_trials": max_trials} if max_trials is not None else {})},  # None: the default budget
         "seed": seed,
     }
     for key, value in options.items():

@@ -102,7 +102,7 @@ class Task:
     slots: int
     offset: str
     family: str = ""
-    max_trials: int = 60
+    max_trials: int | None = None
     slow: float = 0.97
     phase_step: float = 7.0
 
@@ -319,7 +319,7 @@ def targets_table(checks: Sequence[TargetCheck]) -> Table:
 
 METHOD_TEXT = (
     "Every cell is the real `StudyRunner` (default sampler, noise and stop settings: win 0.05, null_gain 0.02, "
-    "max_null 25, max_trials as in the command) on `SimExecutor` with N slots on a virtual clock: each launch holds "
+    "max_null 25, max_trials as in the command, else the default budget: 60 runs on one slot and 10 more per further slot) on `SimExecutor` with N slots on a virtual clock: each launch holds "
     "its slot for one **run length** (60 virtual seconds; multiply by a real job's length, e.g. 10 minutes), the "
     "slots run side by side and the planner fills every free slot. **wall** is the virtual time from the first "
     "launch to the stop verdict, jobs still running at the verdict included, in run lengths. The same landscape "
@@ -388,7 +388,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--slow", type=float, default=0.97, help="the slow slots' speed factor (default 0.97)")
     parser.add_argument("--phase-step", type=float, default=7.0,
                         help="drift phase between neighbouring slots, in launches (default 7)")
-    parser.add_argument("--max-trials", type=int, default=60, help="flagopt's stop.max_trials (default 60)")
+    parser.add_argument("--max-trials", type=int, default=None,
+                        help="flagopt's stop.max_trials (default: unset, the budget grows with the slots)")
     parser.add_argument("--jobs", type=int, default=2, help="studies run in parallel (processes, default 2)")
     parser.add_argument("--quick", action="store_true", help="3 seeds of win10, null and rand-win (unless given)")
     parser.add_argument("--out", type=Path, help="write the markdown write-up here")

@@ -417,8 +417,12 @@ def _slots(s: Reader) -> tuple[str, ...]:
 def _stop(r: Reader) -> StopSpec:
     r.only("win", "null_gain", "max_null", "max_trials", "max_hours", "refine")
     return StopSpec(win=r.number("win", 0.05, low=0), null_gain=r.number("null_gain", 0.02, low=0),
-                    max_null=int(r.number("max_null", 25, low=1)), max_trials=int(r.number("max_trials", 60, low=1)),
+                    max_null=int(r.number("max_null", 25, low=1)), max_trials=_optional_int(r.number("max_trials", None, low=1)),
                     max_hours=r.number("max_hours", None, low=0), refine=int(r.number("refine", 20, low=0)))
+
+
+def _optional_int(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _noise(r: Reader) -> NoiseSpec:

@@ -136,15 +136,38 @@ class ExecutorSpec:
     slurm: SlurmSpec = field(default_factory=SlurmSpec)
 
 
+#: The run budget of a one-slot study when the space sets no ``stop.max_trials``.
+DEFAULT_MAX_TRIALS = 60
+#: What each further slot adds to that default budget.
+MAX_TRIALS_PER_EXTRA_SLOT = 10
+
+
 @dataclass(frozen=True)
 class StopSpec:
     win: float = 0.05
     null_gain: float = 0.02
     max_null: int = 25
-    max_trials: int = 60
+    #: the run budget; None: :data:`DEFAULT_MAX_TRIALS` on one slot and :data:`MAX_TRIALS_PER_EXTRA_SLOT` more per
+    #: further slot (see :meth:`budget`)
+    max_trials: int | None = None
     max_hours: float | None = None
     #: runs after the first confirmed winner spent racing the remaining contenders against it (0: stop at once)
     refine: int = 20
+
+    def budget(self, slots: int = 1) -> int:
+        """The run budget of a study on ``slots`` slots: ``max_trials`` when the space sets it.
+
+        Decisions taken while other slots' runs are in flight cost more runs than one at a time (each slot also
+        measures its own baseline level): on 4 slots a null study needed a median 57 runs where one slot needed 40
+        (docs/benchmark-slots.md), so the default grows with the slots rather than stop 4-slot studies undecided.
+
+        Example:
+            >>> StopSpec().budget(1), StopSpec().budget(4), StopSpec(max_trials=50).budget(4)
+            (60, 90, 50)
+        """
+        if self.max_trials is not None:
+            return self.max_trials
+        return DEFAULT_MAX_TRIALS + MAX_TRIALS_PER_EXTRA_SLOT * max(slots - 1, 0)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ from flagopt.study._storage import open_storage, prepare_storage, study_folder
 
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
+#: Verdicts the runs still in flight cannot overturn, so the study ends on them at once and cancels those runs.
+#: A sequential test decides when its bound is crossed; waiting for the runs of the other slots (up to a run
+#: length each) only made the user wait. A budget verdict waits: its last runs are paid for and may decide.
+FINAL_WITH_RUNS_IN_FLIGHT = ("win", "null")
 
 
 def make_sampler(name: str, seed: int | None, *, parallel: bool = False) -> optuna.samplers.BaseSampler:
@@ -88,7 +92,7 @@ class StudyRunner(Launching, Recovery):
             # A seeded sampler re-created on resume would replay the first invocation's proposals (the same params
             # again): offset the seed by the trials already stored, which keeps a fresh study reproducible.
             self.study.sampler = make_sampler(sampler_name, self.space.seed + stored, parallel=parallel)
-        self.planner = Planner(self.space, default_of=self.default_of)
+        self.planner = Planner(self.space, default_of=self.default_of, slot_count=len(self.slots))
         self._optuna_names = optuna_names(self.study, self.space.params)  # a changed domain gets a fresh name
         self.running: list[Running] = []
         self.retry_queue: list[Plan] = []
@@ -163,8 +167,8 @@ class StudyRunner(Launching, Recovery):
                 verdict = Verdict("stopped", f"stopped by {self._stop_requested}")
                 break
             verdict = self._fill_slots()
-            if verdict is not None and not self.running:
-                break
+            if verdict is not None and (not self.running or verdict.reason in FINAL_WITH_RUNS_IN_FLIGHT):
+                break  # runs still in flight are cancelled: the answer is in, and their nodes go back
             if not self.running:
                 # Out of launches (--trials): still say where the study stands, without asking the sampler.
                 step = self.planner.next(self.records(), self._arms(), [], slot=(self.live_slots() or [""])[0],
@@ -174,6 +178,8 @@ class StudyRunner(Launching, Recovery):
             self._wait_one()
             if verdict is not None:
                 verdict = None  # a run finished after the verdict was drawn: decide again with it
+        if verdict is not None and verdict.reason in FINAL_WITH_RUNS_IN_FLIGHT and self.running:
+            self._shutdown(decided=True)
         if verdict is not None and self.lost_slots:
             verdict = replace(verdict, message=f"{verdict.message}; {self._lost_sentence()}")
         if verdict is not None and verdict.reason != "stopped":
@@ -191,7 +197,7 @@ class StudyRunner(Launching, Recovery):
 
     def _next_plan(self, slot: str = "") -> Plan | Verdict | SlotBroken | None:
         records = self.records()
-        max_trials = self.space.stop.max_trials
+        max_trials = self.planner.max_trials
         if sum(1 for r in records if r.status != R.INVALID) >= max_trials:
             # Retries are runs like any other, and a baseline that never ran ok must not be re-planned past the
             # budget either: max_trials is a hard cap.

@@ -18,7 +18,7 @@ from flagopt.space import Space, TrialConfig
 from flagopt.study import _design as design
 from flagopt.study._arms import Arm, baseline_runs, to_run
 from flagopt.study._blame import Blame, blame_failures, blamed_by
-from flagopt.study._records import BASELINE, CANCELLED, NO_ENV, RunRecord
+from flagopt.study._records import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
 
 SAMPLE = "sample"
 #: Runs between two controls at the least: with repeats of other configurations the drift between controls is
@@ -114,8 +114,9 @@ class Planner:
     """
 
     def __init__(self, space: Space, *, started_at: float | None = None,
-                 default_of: Callable[[str], Any] | None = None) -> None:
+                 default_of: Callable[[str], Any] | None = None, slot_count: int = 1) -> None:
         self.space = space
+        self.max_trials = space.stop.budget(slot_count)  # the run budget, grown with the slots unless set
         self._direction = space.metric.direction
         self.started_at = started_at or time.time()
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
@@ -134,7 +135,9 @@ class Planner:
         here = {p.kind for p in in_flight if p.slot == slot}
         # A cancelled run (Ctrl-C, or a driver that died before submitting it) measured nothing: it neither counts
         # as a broken baseline nor as an evaluated baseline-no-env or profile, so a resumed study runs it again.
-        baselines = [r for r in records if r.is_baseline and r.status != CANCELLED]
+        # Nor does a run still in flight count as a failed baseline: with several slots three first baselines are
+        # in flight at once, and counting them as failures drew a baseline-failed verdict on the fourth slot.
+        baselines = [r for r in records if r.is_baseline and r.status not in (CANCELLED, RUNNING)]
         ok_baselines = [r for r in baselines if r.ok]
         mine = [r for r in baselines if r.slot == slot]
 
@@ -184,6 +187,11 @@ class Planner:
             # Racing against the null bar can wait for the screen (also while its last results are still in flight,
             # with several slots): the combination re-measures what helped.
             chosen = None
+        if chosen is not None and leader is None and screen is not None \
+                and sum(1 for p in in_flight if p.kind == "repeat") >= math.ceil(len(slots) / 2):
+            # Half the slots at most confirm while the screen has work: on every free slot at once the first
+            # near-bar probes took 10 runs and stalled the screen whose combination is the real winner (pp64).
+            chosen = None
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
         if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], chosen):
@@ -194,8 +202,16 @@ class Planner:
                         attrs=phase)
         if screen is not None:
             return Plan(screen[0], screen[0].kind, screen[1], attrs={**phase, "design": screen[2]})
-        if any(p.kind in ("probe", "profile", "repeat") for p in in_flight):
-            return "wait"  # what is in flight decides what the screen proposes next
+        if len(slots) > 1:
+            ahead = self.next_screen(records, arms, in_flight, leader, ahead=True)
+            if ahead is not None:
+                return Plan(ahead[0], ahead[0].kind, f"{ahead[1]} (ahead of the results in flight)",
+                            attrs={**phase, "design": ahead[2], "ahead": True})
+        if any(p.kind in ("probe", "profile", "repeat") for p in in_flight) \
+                and (len(slots) == 1 or leader is not None or closing or not space.params):
+            # What is in flight decides what the screen proposes next. With several slots and no winner yet, a
+            # slot samples instead of idling: the study needs the distinct configurations for a null verdict anyway.
+            return "wait"
         if racing and (leader is not None or closing):
             return "wait"  # a repeat is due on another slot (this one measured it): the race is not over
         if leader is not None:
@@ -217,8 +233,13 @@ class Planner:
         return blame_failures(self.space, records, self.deployed)
 
     def next_screen(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan],
-                    leader: Arm | None) -> tuple[TrialConfig, str, str] | None:
-        """The next configuration of the screen: ``(config, reason, design)``, or ``None`` when it is done."""
+                    leader: Arm | None, *, ahead: bool = False) -> tuple[TrialConfig, str, str] | None:
+        """The next configuration of the screen: ``(config, reason, design)``, or ``None`` when it is done.
+
+        ``ahead``: a slot would otherwise idle until the runs in flight are in, so go one stage ahead of them: the
+        combination of what helped so far while probes are still out, and the drop-one variants of a combination
+        that is still running (speculative runs: they cost budget, not wall time).
+        """
         space = self.space
         tried = {r.config_key for r in records if r.status != CANCELLED} | {p.config.config_key for p in in_flight}
         attempted = {r.profile for r in records if r.kind == "profile" and r.status != CANCELLED} \
@@ -268,17 +289,24 @@ class Planner:
                 config = fresh({param.name: value}, design.probe_label(param, value))
                 if config is not None:
                     return config, f"refining {param.name} around its best screened value", "refine"
-        if pending:
+        if pending and not ahead:
             return None  # the combination waits for every probe's result
+        combos_in_flight = [p for p in in_flight if p.attrs.get("design") == "combination"]
         combo = self.combination(by_param)
-        if len(combo) >= 2:
+        if len(combo) >= 2 and not combos_in_flight:
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param that helped alone", "combination"
         anchor = leader or self.contender(arms)
+        settings, anchor_label = {}, ""
         if anchor is not None:
             settings = design.settings_of_record(space, anchor.first.attrs.get("settings") or {})
+            anchor_label = anchor.label
+        elif ahead and combos_in_flight:
+            settings = design.settings_of_record(space, combos_in_flight[0].config.settings())
+            anchor_label = combos_in_flight[0].config.profile
+        if settings:
             if len(settings) >= 2:
                 # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
                 # in company (a sign flip): does each setting of the best combination still matter?
@@ -288,7 +316,7 @@ class Planner:
                     label = "without " + name + ": " + ", ".join(f"{k}={v}" for k, v in rest.items())
                     config = fresh(rest, label)
                     if config is not None:
-                        return config, f"does {name} matter in {anchor.label}?", "drop-one"
+                        return config, f"does {name} matter in {anchor_label}?", "drop-one"
         return None
 
     @staticmethod
@@ -464,7 +492,7 @@ class Planner:
             rising = est.gain >= self.space.stop.win - self._sigma
             if flying and not closing and flying >= (2 if rising else 1):
                 continue
-            if flying and not self.open_after(est, flying, target):
+            if flying and not self.open_after(est, flying, target, against_null=leader is None):
                 continue  # the runs in flight are expected to settle it: another would be wasted
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue
@@ -483,13 +511,18 @@ class Planner:
                 out.append(arm)  # above the bar on every run, not yet on the fresh ones at the family-wise level
         return out
 
-    def open_after(self, est: stats.ArmEstimate, extra: int, target: tuple[float, ...]) -> bool:
+    def open_after(self, est: stats.ArmEstimate, extra: int, target: tuple[float, ...], *,
+                   against_null: bool = False) -> bool:
         """Whether an arm would still need runs after ``extra`` more at the same mean (its interval narrowed).
 
         Runs in flight are information on the way: with several slots, re-running an arm on every free slot at once
-        would spend runs its first extra results already make unnecessary.
+        would spend runs its first extra results already make unnecessary. ``against_null``: no winner yet, so an
+        arm whose mean would sit below :meth:`null_race_floor` after them is out of the race (four repeats at once of
+        a +1.5 % first run, which one run more usually rules out, made 4-slot null studies run out of budget).
         """
         noise = self.space.noise
+        if against_null and est.gain < self.null_race_floor(est.n + extra):
+            return False
         if est.n + extra < noise.min_runs:
             return True
         shrink = math.sqrt(est.n / (est.n + extra))
@@ -557,7 +590,7 @@ class Planner:
         noise = self.noise_summary(records)
         tried = [arm_summary(a) for a in arms]
         used = sum(1 for r in records if r.status != "invalid")
-        out_of_budget = used >= stop.max_trials or (
+        out_of_budget = used >= self.max_trials or (
             stop.max_hours is not None and time.time() - self.started_at > stop.max_hours * 3600)
         if self.leader(arms) is not None:
             if self.refine_used(records) >= stop.refine:
@@ -565,8 +598,8 @@ class Planner:
             if out_of_budget:
                 return self.win_verdict(records, arms, "budget used during the refinement")
             return None
-        if used >= stop.max_trials:
-            return self.budget_verdict("budget", f"max_trials ({stop.max_trials}) runs used", eligible, tried, noise)
+        if used >= self.max_trials:
+            return self.budget_verdict("budget", f"max_trials ({self.max_trials}) runs used", eligible, tried, noise)
         if out_of_budget:
             return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
         distinct = [a for a in arms if a.estimate is not None]

@@ -51,9 +51,10 @@ class Recovery:
                 job.queued_behind_until(math.inf)
             self.running.append(Running(plan, trial, job, launch, submitted, math.inf if ahead else 0.0))
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, decided: bool = False) -> None:
+        """Cancel the runs in flight, or leave them (``--detach``) unless the study ``decided``: they are not needed."""
         for run in self.running:
-            if self.detach:
+            if self.detach and not decided:
                 self.progress.note(f"left trial {run.trial.number} (job {run.job.job_id}) running; "
                                    "`flagopt run` again re-attaches it")
                 continue
@@ -62,8 +63,8 @@ class Recovery:
                 result = run.job.result(timeout_s=30)
             except Exception:  # the job is gone; record what we know
                 result = JobResult(run.job.job_id, "CANCELLED", ())
-            self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": "cancelled: the driver stopped",
-                                                                    "job_state": result.state}))
+            why = "cancelled: the study had decided" if decided else "cancelled: the driver stopped"
+            self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": why, "job_state": result.state}))
         self.running.clear()
 
 
