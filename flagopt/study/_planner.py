@@ -304,7 +304,14 @@ class Planner:
             settings = design.settings_of_record(space, anchor.first.attrs.get("settings") or {})
             anchor_label = anchor.label
         elif ahead and combos_in_flight:
+            # A combination still running is a contender only if its settings' gains alone add up to one (flag
+            # effects are mostly separable), each less one run-noise sigma: it took the best screened value of every
+            # param, high by selection. Otherwise its drop-one variants are runs for nothing (on the null landscape
+            # they made every re-proposed combination cost three or four more runs).
             settings = design.settings_of_record(space, combos_in_flight[0].config.settings())
+            predicted = sum(max(self._alone_gain(by_param, n, v) - self._sigma, 0.0) for n, v in settings.items())
+            if predicted < space.stop.win - self._sigma:
+                settings = {}
             anchor_label = combos_in_flight[0].config.profile
         if settings:
             if len(settings) >= 2:

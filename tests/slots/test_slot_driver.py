@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks._flagopt_run import clean_environment
-from benchmarks._sim_executor import SimExecutor
+from benchmarks._sim_executor import VIRTUAL_EPOCH, SimExecutor
 from benchmarks._spaces import write_space
 from flagopt.cli import main
 from flagopt.dashboard import live_note
@@ -21,7 +21,7 @@ SLOTS = ("slot0", "slot1")
 
 
 def study(tmp_path: Path, landscape: str, seed: int = 0, *, slots=SLOTS, speed=None, executor_class=SimExecutor,
-          max_trials: int = 60):
+          max_trials: int | None = 60):
     land = load_landscape(landscape)
     space = write_space(land, seed, tmp_path / "space", max_trials=max_trials)
     executor = executor_class(tmp_path / "jobs", base_env=clean_environment(land), slots=slots,
@@ -120,3 +120,38 @@ def test_a_slot_whose_baseline_cannot_run_is_retired(tmp_path: Path) -> None:
     assert [r.kind for r in on_broken] == ["baseline-deployed"] * 3 and not any(r.ok for r in on_broken)
     assert "baseline-deployed failed 3 times in a row on it" in runner.study.user_attrs["flagopt.lost_slots"]["slot1"]
     assert verdict is not None and "slots lost: slot1" in verdict.message
+
+
+FOUR = ("slot0", "slot1", "slot2", "slot3")
+
+
+def test_every_slot_starts_with_its_own_reference_run_at_once(tmp_path: Path) -> None:
+    # Three first baselines still running are not three failed baselines: the fourth slot starts with its own too.
+    runner, executor = study(tmp_path, "win10", seed=2, slots=FOUR, max_trials=12)
+    runner.run()
+    first = runner.records()[:4]
+    assert [r.kind for r in first] == ["baseline-deployed"] * 4
+    assert {r.slot for r in first} == set(FOUR)
+    assert len({float(r.attrs["started_at"]) for r in first}) == 1  # side by side, no slot idle at the start
+
+
+def test_a_verdict_cancels_the_runs_still_in_flight(tmp_path: Path) -> None:
+    runner, executor = study(tmp_path, "win10", seed=0, slots=FOUR)
+    verdict = runner.run()
+    records = runner.records()
+    assert verdict is not None and verdict.reason == "win", verdict.message
+    cancelled = [r for r in records if r.status == "cancelled"]
+    # the answer is in: what other slots still run is stopped, not waited for, and says why
+    assert cancelled and all(r.attrs["failure_reason"] == "cancelled: the study had decided" for r in cancelled)
+    # the wall time ends with the last run the verdict used: the cancelled ones free their slots at once
+    last = max(float(r.attrs["started_at"]) for r in records if r.status != "cancelled")
+    assert executor.wall_seconds == pytest.approx(last + executor.period_s - VIRTUAL_EPOCH)
+
+
+def test_the_default_budget_grows_with_the_slots(tmp_path: Path) -> None:
+    runner, _ = study(tmp_path / "four", "null", slots=FOUR, max_trials=None)
+    assert runner.space.stop.max_trials is None and runner.planner.max_trials == 90
+    one, _ = study(tmp_path / "one", "null", slots=("",), max_trials=None)
+    assert one.planner.max_trials == 60
+    fixed, _ = study(tmp_path / "fixed", "null", slots=FOUR, max_trials=45)
+    assert fixed.planner.max_trials == 45  # a budget the space sets is the budget
