@@ -40,9 +40,12 @@ def test_a_slower_slot_creates_no_winner_and_every_slot_is_its_own_block(tmp_pat
     for slot in SLOTS:  # each slot starts with its own reference run and gets its own drift controls
         mine = [r for r in records if r.slot == slot]
         assert mine[0].is_baseline and sum(r.is_baseline and r.ok for r in mine) >= 2
-    # no arm is "worse" by 4 %: that is the slow slot, not a configuration
+    # no arm is "worse" by 4 %: that is the slow slot, not a configuration. The arms measured only on the slow slot
+    # average a gain near zero (pooled, the offset would put them at -4 %), and none is near -4 %.
     arms = [a for a in arms_of(records, runner.space.noise) if a.estimate is not None]
-    assert all(a.estimate.gain > -0.025 for a in arms), [(a.label, a.estimate.gain) for a in arms]
+    slow_only = [a.estimate.gain for a in arms if {r.slot for r in a.runs} == {"slot1"}]
+    assert len(slow_only) >= 3 and abs(sum(slow_only) / len(slow_only)) < 0.015, slow_only
+    assert all(a.estimate.gain > -0.035 for a in arms), [(a.label, a.estimate.gain) for a in arms]
     # a configuration re-run is re-run on another slot than the one that measured it first
     repeated = [a for a in arms if a.n >= 2]
     assert repeated and all(len({r.slot for r in a.runs}) == 2 for a in repeated)
