@@ -322,7 +322,7 @@ METHOD_TEXT = (
     "max_null 25, max_trials as in the command, else the default budget: 60 runs on one slot and 10 more per further slot) on `SimExecutor` with N slots on a virtual clock: each launch holds "
     "its slot for one **run length** (60 virtual seconds; multiply by a real job's length, e.g. 10 minutes), the "
     "slots run side by side and the planner fills every free slot. **wall** is the virtual time from the first "
-    "launch to the stop verdict, jobs still running at the verdict included, in run lengths. The same landscape "
+    "launch to the stop verdict in run lengths (a win or null verdict cancels the runs other slots still have in flight; a budget verdict waits for them). The same landscape "
     "and seed run once with one slot and once per slot count and offset pattern. Offsets: **even** — identical "
     "slots (the control); **alt** — slots alternate speed 1.00 / {slow:.2f} (slot0 fast) and slot i sits "
     "{phase:g} launches further along the landscape's drift curve (a slot's own drift level and phase); "

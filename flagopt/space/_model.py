@@ -158,7 +158,7 @@ class StopSpec:
         """The run budget of a study on ``slots`` slots: ``max_trials`` when the space sets it.
 
         Decisions taken while other slots' runs are in flight cost more runs than one at a time (each slot also
-        measures its own baseline level): on 4 slots a null study needed a median 57 runs where one slot needed 40
+        measures its own baseline level): on 4 slots a null study needed a median 50 runs where one slot needed 40
         (docs/benchmark-slots.md), so the default grows with the slots rather than stop 4-slot studies undecided.
 
         Example:
