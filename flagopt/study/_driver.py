@@ -168,7 +168,8 @@ class StudyRunner(Launching, Recovery):
                 break
             verdict = self._fill_slots()
             if verdict is not None and (not self.running or verdict.reason in FINAL_WITH_RUNS_IN_FLIGHT):
-                break  # runs still in flight are cancelled: the answer is in, and their nodes go back
+                self._shutdown(decided=True)  # runs still in flight are cancelled: the answer is in, nodes go back
+                break
             if not self.running:
                 # Out of launches (--trials): still say where the study stands, without asking the sampler.
                 step = self.planner.next(self.records(), self._arms(), [], slot=(self.live_slots() or [""])[0],
@@ -178,8 +179,6 @@ class StudyRunner(Launching, Recovery):
             self._wait_one()
             if verdict is not None:
                 verdict = None  # a run finished after the verdict was drawn: decide again with it
-        if verdict is not None and verdict.reason in FINAL_WITH_RUNS_IN_FLIGHT and self.running:
-            self._shutdown(decided=True)
         if verdict is not None and self.lost_slots:
             verdict = replace(verdict, message=f"{verdict.message}; {self._lost_sentence()}")
         if verdict is not None and verdict.reason != "stopped":

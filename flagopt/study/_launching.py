@@ -83,12 +83,16 @@ class Launching:
         })
         job = self.executor.submit(launch, plan.slot)
         self._set_attrs(trial, {"job_id": job.job_id})
-        ahead = any(r.plan.slot == plan.slot for r in self.running)
-        if ahead:
-            job.queued_behind_until(math.inf)  # its pending clock starts when the job ahead of it ends
-        self.running.append(Running(plan, trial, job, launch, submitted_at, math.inf if ahead else 0.0))
+        self._track(Running(plan, trial, job, launch, submitted_at))
         self.launched += 1
         self.progress.launched(trial.number, plan, job.job_id)
+
+    def _track(self, run: Running) -> None:
+        """Watch ``run`` from now on; behind an earlier job of the study on its slot, its pending clock waits."""
+        if any(r.plan.slot == run.plan.slot and r.submitted_at <= run.submitted_at for r in self.running):
+            run.queued_until = math.inf  # until the job ahead of it ends (_wait_one sets the time)
+            run.job.queued_behind_until(math.inf)
+        self.running.append(run)
 
     def _launch_spec(self, rendered: RenderedTrial, trial_dir: Path) -> TrialLaunch:
         f = self.space.failures

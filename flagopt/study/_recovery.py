@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -45,11 +44,7 @@ class Recovery:
                 continue
             where = f" on slot {plan.slot}" if plan.slot and len(self.slots) > 1 else ""
             self.progress.note(f"re-attached trial {frozen.number} (job {job_id}){where}")
-            submitted = float(attrs.get("submitted_at") or time.time())
-            ahead = any(r.plan.slot == plan.slot and r.submitted_at < submitted for r in self.running)
-            if ahead:
-                job.queued_behind_until(math.inf)
-            self.running.append(Running(plan, trial, job, launch, submitted, math.inf if ahead else 0.0))
+            self._track(Running(plan, trial, job, launch, float(attrs.get("submitted_at") or time.time())))
 
     def _shutdown(self, decided: bool = False) -> None:
         """Cancel the runs in flight, or leave them (``--detach``) unless the study ``decided``: they are not needed."""
