@@ -1,4 +1,4 @@
-"""One study on several slots of the real local Slurm cluster: 2 slots x 2 nodes at once with a 10 % slower slot, a slot
+"""One study on several slots of the real local Slurm cluster: 2 slots x 2 nodes at once with a 15 % slower slot, a slot
 drained mid-study, and a driver killed with jobs running on both slots."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def overlapping(a: dict[str, str], b: dict[str, str]) -> bool:
 def test_two_slots_run_at_once_each_its_own_block(slurm_cluster: set[str], tmp_path: Path, sim_state: None,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("FLAGOPT_SIM_NODE_SPEED", "node3=0.9,node4=0.9")  # slot node[3-4] is 10 % slower
+    monkeypatch.setenv("FLAGOPT_SIM_NODE_SPEED", "node3=0.85,node4=0.85")  # slot node[3-4] is 15 % slower
     space = write_space(tmp_path, f"""
         name: two-slots
         command: {sim(0.02)}
@@ -79,8 +79,10 @@ def test_two_slots_run_at_once_each_its_own_block(slurm_cluster: set[str], tmp_p
     arms = [a for a in arms_of(history(study), study_noise(study)) if a.estimate is not None]
     slow = [a.estimate.gain for a in arms if {r.slot for r in a.runs} == {"node[3-4]"}]
     level = {s: statistics.mean(r.steady for r in records if r.is_baseline and r.slot == s) for s in by_slot}
-    assert level["node[3-4]"] / level["node[1-2]"] < 0.93  # the offset is real...
-    # ...and no configuration on that slot pays for it (the slot's level, from one or two of its baselines with 1 %
+    # the offset is real: 0.85 give or take the two slots' drift apart and one or two baselines' 1 % noise each (a
+    # 10 % offset measured 0.933 once, in CI); without an offset the ratio would be 1.00 +- 0.02
+    assert level["node[3-4]"] / level["node[1-2]"] < 0.93
+    # ...but no configuration on that slot pays for it (the slot's level, from one or two of its baselines with 1 %
     # run noise, is shared by its arms: their mean is within a few percent of 0, not at -10 %)
     assert slow and statistics.mean(slow) > -0.04, slow
 

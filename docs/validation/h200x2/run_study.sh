@@ -6,7 +6,8 @@ set -u
 space=$1; limit=${2:-500}
 name=$(python3 -c "import sys; from flagopt.space import load_space; print(load_space(sys.argv[1]).name)" "$space")
 start=$(date +%s)
-timeout -s TERM "$limit" python3 -m flagopt run --space "$space" --storage sqlite:///studies/flagopt.db
+timeout -s TERM "$limit" python3 -m flagopt run --space "$space" --storage sqlite:///studies/flagopt.db 2>&1 \
+  | tee -a "$OUT/$name-run.log"
 echo "study wall: $(( $(date +%s) - start )) s"
 python3 -m flagopt leaderboard "$name" --storage sqlite:///studies/flagopt.db
 tar czf "$OUT/studies.tgz" --exclude=hlo studies
