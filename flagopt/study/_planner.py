@@ -350,14 +350,19 @@ class Planner:
         return out
 
     def combination(self, by_param: dict[str, dict[Any, Arm]]) -> dict[str, Any]:
-        """Every param's best screened value, where it helped alone by more than half the minimum effect."""
+        """Every param's best screened value, where it measured above zero alone (and was not "worse").
+
+        Not only the values above half the minimum effect: where the best configuration adds several +0.5 to +2 %
+        effects, that floor left most of them out and nothing later puts them back (the refinement only drops
+        settings, keeping the smaller patch within ``min_effect / 2``). below5's pick went from 37 % to 70 % of seeds
+        within 1 % of the true best (docs/statistics.md §9).
+        """
         out: dict[str, Any] = {}
-        floor = self.space.noise.min_effect / 2.0
         for name, values in by_param.items():
             scored = [(a.estimate.gain, v) for v, a in values.items() if a.estimate is not None and a.verdict != "worse"]
             if scored:
                 gain, value = max(scored, key=lambda item: item[0])
-                if gain > floor:
+                if gain > 0.0:
                     out[name] = value
         return dict(sorted(out.items()))
 
