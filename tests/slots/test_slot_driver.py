@@ -139,13 +139,19 @@ def test_every_slot_starts_with_its_own_reference_run_at_once(tmp_path: Path) ->
 
 
 def test_a_verdict_cancels_the_runs_still_in_flight(tmp_path: Path) -> None:
-    runner, executor = study(tmp_path, "win10", seed=0, slots=FOUR)
-    verdict = runner.run()
-    records = runner.records()
-    assert verdict is not None and verdict.reason == "win", verdict.message
-    cancelled = [r for r in records if r.status == "cancelled"]
-    # the answer is in: what other slots still run is stopped, not waited for, and says why
-    assert cancelled and all(r.attrs["failure_reason"] == "cancelled: the study had decided" for r in cancelled)
+    # Whether other slots still have runs out when the verdict comes depends on the seed's trajectory (at 6eda151
+    # 2 of 6 win10 seeds on 4 slots); the first seed that decides with runs in flight is the one checked.
+    for seed in (3, 5, 0, 1, 2, 4, 6, 7):
+        runner, executor = study(tmp_path / f"seed{seed}", "win10", seed=seed, slots=FOUR)
+        verdict = runner.run()
+        records = runner.records()
+        assert verdict is not None and verdict.reason == "win", verdict.message
+        cancelled = [r for r in records if r.status == "cancelled"]
+        # the answer is in: what other slots still run is stopped, not waited for, and says why
+        assert all(r.attrs["failure_reason"] == "cancelled: the study had decided" for r in cancelled)
+        if cancelled:
+            break
+    assert cancelled, "no seed decided with runs in flight"
     # the wall time ends with the last run the verdict used: the cancelled ones free their slots at once
     last = max(float(r.attrs["started_at"]) for r in records if r.status != "cancelled")
     assert executor.wall_seconds == pytest.approx(last + executor.period_s - VIRTUAL_EPOCH)
