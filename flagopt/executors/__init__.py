@@ -9,7 +9,7 @@ Example:
 from __future__ import annotations
 
 from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
-from flagopt.executors._launch import RunOutcome, TrialLaunch, log_path_for, run_trial
+from flagopt.executors._launch import RunOutcome, TrialLaunch, child_environment, log_path_for, run_trial
 from flagopt.executors._local import LocalExecutor
 from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
 from flagopt.executors._slurm_query import check_pinned_nodes, check_slots, node_states
@@ -24,6 +24,7 @@ __all__ = [
     "SlurmSettings",
     "SlurmTrialJob",
     "TrialJob",
+    "child_environment",
     "TrialLaunch",
     "check_pinned_nodes",
     "check_slots",

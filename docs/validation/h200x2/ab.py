@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from scipy import stats
 
+from flagopt.executors import child_environment
 from flagopt.logs import parse_steps, steady_state
 from flagopt.render import baseline_configs, render
 from flagopt.space import load_space
@@ -53,8 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"ab: {args.patch}: no such patch file")
     space = load_space(args.space)
     rendered = render(space, baseline_configs(space)[0])
-    env = {k: v for k, v in os.environ.items() if k not in rendered.env}
-    env.update({k: v for k, v in rendered.env.items() if v is not None})
+    env = child_environment(rendered.env)  # the deployed job's environment, as a trial gets it
     timeout_s = space.timeout_min * 60.0
     runs: list[dict[str, object]] = []
     ratios = []
