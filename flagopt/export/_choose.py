@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from flagopt.errors import StudyError
-from flagopt.study import Arm, RunRecord, StudyData
+from flagopt.study import Arm, RunRecord, StudyData, gain_text
 
 
 @dataclass(frozen=True)
@@ -20,29 +20,30 @@ class Choice:
     ci: tuple[float, float] | None = None
     runs: int = 0
     verdict: str = "unknown"
+    #: How many of ``runs`` the gain comes from: the runs after the one that selected the arm (0: all of them).
+    fresh_runs: int = 0
+    all_runs_gain: float | None = None
+    all_runs_ci: tuple[float, float] | None = None
 
     @property
     def headline(self) -> str:
         """``CONFIRMED`` / ``UNCONFIRMED`` plus the gain line, for the top of every export."""
         state = "CONFIRMED" if self.confirmed else "UNCONFIRMED"
-        return f"{state}: {self.label} (trial {self.record.number}) {gain_text(self.gain, self.ci, self.runs)}; {self.why}"
-
-
-def gain_text(gain: float | None, ci: tuple[float, float] | None, runs: int) -> str:
-    """``+10.00 % [+8.36, +11.64] vs baseline-deployed over 2 runs`` (or ``no measured gain``)."""
-    if gain is None:
-        return "no measured gain"
-    band = f" [{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]" if ci else ""
-    return f"{100 * gain:+.2f} %{band} vs baseline-deployed over {runs} run{'s' if runs != 1 else ''}"
+        gain = gain_text(self.gain, self.ci, self.runs, fresh_runs=self.fresh_runs)
+        return f"{state}: {self.label} (trial {self.record.number}) {gain}; {self.why}"
 
 
 def _from_arm(arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) -> Choice:
-    est = arm.estimate if arm is not None else None
+    # The gain an engineer acts on comes from the runs that did not select the arm (statistics.md §11).
+    est = arm.reported if arm is not None else None
+    every = arm.estimate if arm is not None else None
     # The arm's successful runs share one environment; prefer one over a failed first attempt.
     shown = arm.runs[0] if arm is not None and arm.runs and not record.ok else record
     return Choice(record=shown, label=arm.label if arm is not None else record.label, confirmed=confirmed, why=why,
                   gain=est.gain if est else record.gain, ci=(est.lo, est.hi) if est else None,
-                  runs=arm.n if arm is not None else int(record.ok), verdict=arm.verdict if arm is not None else "unknown")
+                  runs=arm.n if arm is not None else int(record.ok), verdict=arm.verdict if arm is not None else "unknown",
+                  fresh_runs=arm.claim.n if arm is not None and arm.claim else 0,
+                  all_runs_gain=every.gain if every else None, all_runs_ci=(every.lo, every.hi) if every else None)
 
 
 def choose(data: StudyData, trial: int | None = None) -> Choice:

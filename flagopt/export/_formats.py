@@ -48,7 +48,8 @@ def build_export(data: StudyData, trial: int | None = None) -> Export:
     provenance = {
         "study": data.name, "trial": run.number, "label": choice.label, "confirmed": choice.confirmed,
         "why": choice.why, "gain": choice.gain, "ci": list(choice.ci) if choice.ci else None, "runs": choice.runs,
-        "verdict": choice.verdict, "model_tag": data.model_tag, "parallelism": data.parallelism,
+        "fresh_runs": choice.fresh_runs, "all_runs_gain": choice.all_runs_gain,
+        "all_runs_ci": list(choice.all_runs_ci) if choice.all_runs_ci else None, "verdict": choice.verdict, "model_tag": data.model_tag, "parallelism": data.parallelism,
         "nodelist": data.executor.get("nodelist"), "host": run.attrs.get("host"), "job_id": run.attrs.get("job_id"),
         "versions": versions, "device_kind": info.get("device_kind"), "num_devices": info.get("num_devices"),
         "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "flagopt": __version__,

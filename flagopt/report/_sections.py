@@ -13,7 +13,7 @@ from flagopt.errors import FlagoptError
 from flagopt.report._diff import changed, changed_text
 from flagopt.report._negative import Finding, negative_lines
 from flagopt.space import render_value
-from flagopt.study import RunRecord, StudyData, is_nan, other_cells, settings_text, slot_line
+from flagopt.study import RunRecord, StudyData, gain_text, is_nan, other_cells, settings_text, slot_line
 
 TOP, BOTTOM = 8, 5
 
@@ -159,11 +159,11 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     out = []
     arm = data.arm_of_trial(int(winner["trial"])) if winner else data.best_arm
     if arm is not None and arm.estimate is not None:
-        est = arm.estimate
+        est = arm.reported  # the runs that did not select it, once there are any (statistics.md §11)
         state = "confirmed" if winner else "NOT the study's winner: it drew none yet, best so far"
         out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
-                   f"Δ {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] vs baseline-deployed over "
-                   f"{arm.n} run{'s' if arm.n != 1 else ''} ({arm.verdict}; {state}).")
+                   f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=arm.claim.n if arm.claim else 0)} "
+                   f"({arm.verdict}; {state}).")
         out.append(_why(data, arm.first.attrs.get("settings") or {}))
         top = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
                   key=lambda a: a.estimate.gain)

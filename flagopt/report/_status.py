@@ -63,9 +63,10 @@ def study_status(data: StudyData, *, now: float | None = None) -> StudyStatus:
     best = data.best_arm
     best_text = "-"
     if best is not None:
-        est = best.estimate
+        est = best.reported
+        fresh = f"{best.claim.n} fresh of " if best.claim else ""
         best_text = (f"{best.label} {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] "
-                     f"({best.verdict}, {best.n} run{'s' if best.n != 1 else ''})")
+                     f"({best.verdict}, {fresh}{best.n} run{'s' if best.n != 1 else ''})")
     slots = data.slot_summary()
     lines = tuple(slot_line(s) for s in slots) if len(slots) > 1 or any(s.lost for s in slots) else ()
     return StudyStatus(study=data.name, model_tag=data.model_tag, parallelism=data.parallelism,

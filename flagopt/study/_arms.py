@@ -31,6 +31,11 @@ class Arm:
     def n(self) -> int:
         return len(self.runs)
 
+    @property
+    def reported(self) -> stats.ArmEstimate | None:
+        """The estimate people read and act on (verdict, report, export): the fresh runs' once there are any."""
+        return self.claim or self.estimate
+
 
 def to_run(rec: RunRecord, direction: str = "maximize") -> stats.Run:
     """The run as the statistics see it: higher is better, whatever the metric's direction."""

@@ -105,6 +105,20 @@ def compact_settings(settings: dict[str, Any] | None, names: Mapping[tuple[str, 
     return ", ".join(parts)
 
 
+def gain_text(gain: float | None, ci: tuple[float, float] | None, runs: int, *, fresh_runs: int = 0) -> str:
+    """``+10.00 % [+8.36, +11.64] vs baseline-deployed over 2 fresh runs (3 in all)`` (or ``no measured gain``).
+
+    With ``fresh_runs`` the gain is the one measured by the runs after the selecting one, and the text says so.
+    """
+    if gain is None:
+        return "no measured gain"
+    band = f" [{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]" if ci else ""
+    if fresh_runs:
+        return (f"{100 * gain:+.2f} %{band} vs baseline-deployed over {fresh_runs} fresh run"
+                f"{'s' if fresh_runs != 1 else ''} ({runs} in all)")
+    return f"{100 * gain:+.2f} %{band} vs baseline-deployed over {runs} run{'s' if runs != 1 else ''}"
+
+
 def _readable(key: str, value: Any) -> str:
     unit = key.rsplit("_", 1)[-1].lower()
     if isinstance(value, int) and not isinstance(value, bool) and unit in _UNITS:

@@ -82,8 +82,7 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
     run is what selected the arm, so it is high by selection), else the single run's. ``all_runs_gain`` and
     ``all_runs_ci`` use every run.
     """
-    est = arm.estimate
-    shown = arm.claim or est
+    est, shown = arm.estimate, arm.reported
     return {"label": arm.label, "config_key": arm.config_key, "trial": arm.first.number, "kind": arm.kind,
             "settings": arm.first.attrs.get("settings"), "runs": arm.n, "verdict": arm.verdict,
             "gain": shown.gain if shown else None, "ci": [shown.lo, shown.hi] if shown else None,

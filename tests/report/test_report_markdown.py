@@ -32,7 +32,7 @@ def test_tldr_names_the_verdict_winner_with_its_interval(fsdp):
     arm = fsdp.arm_of_trial(int(fsdp.winner["trial"]))
     best = rep.tldr[0]
     assert arm.label in best and changed_text(arm.first.attrs["settings"], fsdp.space) in best
-    assert f"{100 * arm.estimate.lo:+.2f}" in best and f"{100 * arm.estimate.hi:+.2f}" in best
+    assert f"{100 * arm.reported.lo:+.2f}" in best and f"{100 * arm.reported.hi:+.2f}" in best
     assert any(fsdp.verdict["message"] in line for line in rep.tldr)
 
 
