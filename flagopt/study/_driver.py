@@ -29,7 +29,7 @@ from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
-from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary
+from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
 from flagopt.study._storage import open_storage, prepare_storage, study_folder
@@ -197,7 +197,7 @@ class StudyRunner(Launching, Recovery):
     def _next_plan(self, slot: str = "") -> Plan | Verdict | SlotBroken | None:
         records = self.records()
         max_trials = self.planner.max_trials
-        if sum(1 for r in records if r.status != R.INVALID) >= max_trials:
+        if runs_used(records) >= max_trials:
             # Retries are runs like any other, and a baseline that never ran ok must not be re-planned past the
             # budget either: max_trials is a hard cap.
             self.retry_queue.clear()

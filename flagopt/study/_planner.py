@@ -91,6 +91,15 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
             "numerics_flagged": arm.numerics_flagged}
 
 
+def runs_used(records: Sequence[RunRecord]) -> int:
+    """The runs that count against ``max_trials``.
+
+    An invalid run (an unknown flag) never ran the job, and a cancelled one (Ctrl-C, a time limit's SIGTERM, scancel,
+    a driver that died before submitting it) measured nothing and is run again on resume: neither spends budget.
+    """
+    return sum(1 for r in records if r.status not in ("invalid", CANCELLED))
+
+
 def _settings_set(arm: Arm) -> frozenset[tuple[str, str, str]]:
     settings = arm.first.attrs.get("settings") or {}
     return frozenset((part, key, str(value)) for part, values in settings.items() for key, value in (values or {}).items())
@@ -600,7 +609,7 @@ class Planner:
         eligible = self.eligible(arms)
         noise = self.noise_summary(records)
         tried = [arm_summary(a) for a in arms]
-        used = sum(1 for r in records if r.status != "invalid")
+        used = runs_used(records)
         out_of_budget = used >= self.max_trials or (
             stop.max_hours is not None and time.time() - self.started_at > stop.max_hours * 3600)
         if self.leader(arms) is not None:

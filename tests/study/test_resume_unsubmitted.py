@@ -73,3 +73,27 @@ def test_baseline_no_env_never_submitted_is_run_on_resume(write_space, storage):
     assert run(space, storage, "--trials", "1") == 0
     records = history(load_study(storage, "unsubmitted-noenv"))
     assert [r.kind for r in records if r.status == "ok"] == ["baseline-deployed", "baseline-no-env"]
+
+
+def test_a_cancelled_run_measured_nothing_and_does_not_use_the_budget(write_space, storage):
+    # Stopping a study (Ctrl-C, SIGTERM at a time limit, scancel) cancels the run in flight; on resume it is run again,
+    # and it must not also take a slot of max_trials: a 2-GPU study stopped at 19 of 20 ended on budget with its
+    # last probe never measured.
+    space = write_space(f"""
+        name: cancelled-budget
+        command: {FAULTY}
+        baseline: {{env: {{FLAGOPT_DEPLOYED: "1"}}}}
+        profiles:
+          a: {{env: {{FOO: "1"}}}}
+          b: {{env: {{FOO: "2"}}}}
+        stop: {{max_trials: 4, max_null: 50}}
+        noise: {{baseline_every: 100}}
+    """)
+    assert run(space, storage, "--trials", "1") == 0
+    leave_unsubmitted(space, storage, "profile", "a")
+    assert run(space, storage) == 0
+    study = load_study(storage, "cancelled-budget")
+    records = history(study)
+    assert Counter(r.status for r in records) == {"ok": 4, "cancelled": 1}
+    assert {r.profile for r in records if r.kind == "profile" and r.status == "ok"} == {"a", "b"}
+    assert study.user_attrs["flagopt.verdict"]["reason"] == "budget"
