@@ -160,7 +160,8 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     arm = data.arm_of_trial(int(winner["trial"])) if winner else data.best_arm
     if arm is not None and arm.estimate is not None:
         est = arm.reported  # the runs that did not select it, once there are any (statistics.md §11)
-        state = "confirmed" if winner else "NOT the study's winner: it drew none yet, best so far"
+        state = "confirmed" if winner else ("NOT a confirmed winner: the study confirmed none, best estimate" if verdict
+                                            else "NOT the study's winner: it drew none yet, best so far")
         out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
                    f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=arm.claim.n if arm.claim else 0)} "
                    f"({arm.verdict}; {state}).")
