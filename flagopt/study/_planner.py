@@ -94,10 +94,11 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
 def runs_used(records: Sequence[RunRecord]) -> int:
     """The runs that count against ``max_trials``.
 
-    An invalid run (an unknown flag) never ran the job, and a cancelled one (Ctrl-C, a time limit's SIGTERM, scancel,
-    a driver that died before submitting it) measured nothing and is run again on resume: neither spends budget.
+    An invalid run (an unknown flag) never ran the job, and one cancelled with the driver (Ctrl-C, a time limit's
+    SIGTERM, a driver that died before submitting it, a lost slot) measured nothing and is run again on resume:
+    neither spends budget. A job someone cancelled (scancel) does: that was a decision about that run.
     """
-    return sum(1 for r in records if r.status not in ("invalid", CANCELLED))
+    return sum(1 for r in records if r.status != "invalid" and not r.stopped_with_driver)
 
 
 def _settings_set(arm: Arm) -> frozenset[tuple[str, str, str]]:
@@ -249,8 +250,9 @@ class Planner:
         that is still running (speculative runs: they cost budget, not wall time).
         """
         space = self.space
-        tried = {r.config_key for r in records if r.status != CANCELLED} | {p.config.config_key for p in in_flight}
-        attempted = {r.profile for r in records if r.kind == "profile" and r.status != CANCELLED} \
+        # A job someone cancelled was tried (they did not want it run); one cancelled with the driver was not.
+        tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
+        attempted = {r.profile for r in records if r.kind == "profile" and not r.stopped_with_driver} \
             | {p.config.profile for p in in_flight}
         for profile in space.profiles:
             if profile.profile not in attempted:

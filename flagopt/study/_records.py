@@ -44,6 +44,12 @@ class RunRecord:
         return self.kind == BASELINE
 
     @property
+    def stopped_with_driver(self) -> bool:
+        """Cancelled because the driver stopped, died, decided or lost the run's slot, not because someone cancelled
+        this job: it measured nothing about its configuration, spends no budget and runs again on resume."""
+        return self.status == CANCELLED and self.attrs.get("cancelled_by") == "driver"
+
+    @property
     def slot(self) -> str:
         """The node group it ran on (``""`` for a study of one slot)."""
         return str(self.attrs.get("slot") or "")
