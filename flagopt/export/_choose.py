@@ -42,7 +42,7 @@ def _from_arm(arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) 
     return Choice(record=shown, label=arm.label if arm is not None else record.label, confirmed=confirmed, why=why,
                   gain=est.gain if est else record.gain, ci=(est.lo, est.hi) if est else None,
                   runs=arm.n if arm is not None else int(record.ok), verdict=arm.verdict if arm is not None else "unknown",
-                  fresh_runs=arm.claim.n if arm is not None and arm.claim else 0,
+                  fresh_runs=arm.fresh_runs if arm is not None else 0,
                   all_runs_gain=every.gain if every else None, all_runs_ci=(every.lo, every.hi) if every else None)
 
 

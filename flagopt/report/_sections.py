@@ -163,7 +163,7 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
         state = "confirmed" if winner else ("NOT a confirmed winner: the study confirmed none, best estimate" if verdict
                                             else "NOT the study's winner: it drew none yet, best so far")
         out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
-                   f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=arm.claim.n if arm.claim else 0)} "
+                   f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=arm.fresh_runs)} "
                    f"({arm.verdict}; {state}).")
         out.append(_why(data, arm.first.attrs.get("settings") or {}))
         top = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),

@@ -64,7 +64,7 @@ def study_status(data: StudyData, *, now: float | None = None) -> StudyStatus:
     best_text = "-"
     if best is not None:
         est = best.reported
-        fresh = f"{best.claim.n} fresh of " if best.claim else ""
+        fresh = f"{best.fresh_runs} fresh of " if best.fresh_runs else ""
         best_text = (f"{best.label} {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] "
                      f"({best.verdict}, {fresh}{best.n} run{'s' if best.n != 1 else ''})")
     slots = data.slot_summary()

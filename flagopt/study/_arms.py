@@ -32,6 +32,11 @@ class Arm:
         return len(self.runs)
 
     @property
+    def fresh_runs(self) -> int:
+        """How many runs :attr:`reported` comes from when it is the claim (0: it is the single run's estimate)."""
+        return self.claim.n if self.claim else 0
+
+    @property
     def reported(self) -> stats.ArmEstimate | None:
         """The estimate people read and act on (verdict, report, export): the fresh runs' once there are any."""
         return self.claim or self.estimate

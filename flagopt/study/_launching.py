@@ -166,7 +166,7 @@ class Launching:
             run.job.cancel()
             self.running.remove(run)
             self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": f"cancelled: slot {slot} lost "
-                                                                    f"({reason})", "cancelled_by": "driver"}))
+                                                                    f"({reason})", **R.CANCELLED_WITH_DRIVER}))
         left = self.live_slots()
         if not left:
             message = f"stopped: {reason}" if len(self.slots) == 1 else \
@@ -208,7 +208,7 @@ class Launching:
         if self._stop_requested and collected.status != R.OK:
             collected.status = R.CANCELLED
             collected.attrs.setdefault("failure_reason", f"cancelled ({self._stop_requested})")
-            collected.attrs["cancelled_by"] = "driver"  # the stop's signal reached the job too: not its doing
+            collected.attrs.update(R.CANCELLED_WITH_DRIVER)  # the stop's signal reached the job too: not its doing
         self._tell(run.trial, run.plan, collected)
         self._cached_arms = self._arms()
         self.progress.told(self.study, run.trial.number, run.plan, collected)

@@ -86,7 +86,7 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
     return {"label": arm.label, "config_key": arm.config_key, "trial": arm.first.number, "kind": arm.kind,
             "settings": arm.first.attrs.get("settings"), "runs": arm.n, "verdict": arm.verdict,
             "gain": shown.gain if shown else None, "ci": [shown.lo, shown.hi] if shown else None,
-            "fresh_runs": arm.claim.n if arm.claim else 0,
+            "fresh_runs": arm.fresh_runs,
             "all_runs_gain": est.gain if est else None, "all_runs_ci": [est.lo, est.hi] if est else None,
             "numerics_flagged": arm.numerics_flagged}
 

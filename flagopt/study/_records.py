@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import optuna
@@ -17,6 +18,8 @@ INFEASIBLE = "infeasible"
 INVALID = "invalid"
 FLAKE = "flake"
 CANCELLED = "cancelled"
+#: The attr a run cancelled with the driver (its stop, death, verdict or a lost slot) carries; see ``stopped_with_driver``.
+CANCELLED_WITH_DRIVER = MappingProxyType({"cancelled_by": "driver"})
 RUNNING = "running"
 
 
@@ -47,7 +50,7 @@ class RunRecord:
     def stopped_with_driver(self) -> bool:
         """Cancelled because the driver stopped, died, decided or lost the run's slot, not because someone cancelled
         this job: it measured nothing about its configuration, spends no budget and runs again on resume."""
-        return self.status == CANCELLED and self.attrs.get("cancelled_by") == "driver"
+        return self.status == CANCELLED and all(self.attrs.get(k) == v for k, v in CANCELLED_WITH_DRIVER.items())
 
     @property
     def slot(self) -> str:

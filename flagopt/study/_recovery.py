@@ -40,7 +40,7 @@ class Recovery:
             job = self.executor.attach(str(job_id), launch) if job_id and launch else None
             if job is None:
                 self._tell(trial, plan, Collected(R.CANCELLED, {"failure_reason": "driver died before the job could be "
-                                                                "found again", "cancelled_by": "driver"}))
+                                                                "found again", **R.CANCELLED_WITH_DRIVER}))
                 continue
             where = f" on slot {plan.slot}" if plan.slot and len(self.slots) > 1 else ""
             self.progress.note(f"re-attached trial {frozen.number} (job {job_id}){where}")
@@ -60,7 +60,7 @@ class Recovery:
                 result = JobResult(run.job.job_id, "CANCELLED", ())
             why = "cancelled: the study had decided" if decided else "cancelled: the driver stopped"
             self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": why, "job_state": result.state,
-                                                              "cancelled_by": "driver"}))
+                                                              **R.CANCELLED_WITH_DRIVER}))
         self.running.clear()
 
 
