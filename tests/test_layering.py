@@ -21,12 +21,13 @@ LAYERS: dict[str, int] = {
     "render": 2,
     "flags": 3,
     "executors": 4, "logs": 4, "failures": 4, "stats": 4, "evidence": 4, "workloads": 4,
-    "study": 5,
-    "export": 6,
-    "report": 7,
-    "dashboard": 8,
-    "cli": 9,
-    "__main__": 10,
+    "decide": 5,
+    "study": 6,
+    "export": 7,
+    "report": 8,
+    "dashboard": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 ABOVE_STUDY = ("dashboard", "report", "export", "cli")
 ROOT = Path(__file__).resolve().parents[1] / "flagopt"
@@ -100,8 +101,8 @@ def test_the_checker_reports_each_kind_of_violation(tmp_path: Path) -> None:
         "plugins/__init__.py": "",  # a package nobody placed in a layer
     })
     found = violations(root)
-    assert "flagopt/space/_model.py: space (layer 1) imports flagopt.study.history (layer 5)" in found
-    assert "flagopt/study/_driver.py: study (layer 5) imports flagopt.dashboard (layer 8)" in found
+    assert "flagopt/space/_model.py: space (layer 1) imports flagopt.study.history (layer 6)" in found
+    assert "flagopt/study/_driver.py: study (layer 6) imports flagopt.dashboard (layer 9)" in found
     assert "flagopt/study/_driver.py: the study layer imports flagopt.dashboard" in found
     assert "flagopt/report/__init__.py: imports another package's private module flagopt.study._records" in found
     assert "flagopt/report/__init__.py: imports another package's private module flagopt.study._arms" in found
@@ -116,7 +117,7 @@ def test_relative_imports_are_resolved(tmp_path: Path) -> None:
         "stats/_noise.py": "from ..study import _arms\nfrom .. import report\n",
     })
     assert violations(root) == [
-        "flagopt/stats/_noise.py: stats (layer 4) imports flagopt.study._arms (layer 5)",
+        "flagopt/stats/_noise.py: stats (layer 4) imports flagopt.study._arms (layer 6)",
         "flagopt/stats/_noise.py: imports another package's private module flagopt.study._arms",
-        "flagopt/stats/_noise.py: stats (layer 4) imports flagopt.report (layer 7)",
+        "flagopt/stats/_noise.py: stats (layer 4) imports flagopt.report (layer 8)",
     ]

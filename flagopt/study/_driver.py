@@ -20,16 +20,16 @@ from flagopt.executors import BaseExecutor
 from flagopt.render import render
 from flagopt.space import Space, TrialConfig
 from flagopt.study import _records as R
-from flagopt.study._arms import arms_of
-from flagopt.study._blame import blamed_by
+from flagopt.decide import arms_of
+from flagopt.decide import blamed_by
 from flagopt.study._collect import Collected, _jsonable
-from flagopt.study._design import changed_settings, config_of_settings
+from flagopt.decide import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
-from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
+from flagopt.decide import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
 from flagopt.study._storage import open_storage, prepare_storage, study_folder

@@ -20,9 +20,9 @@ from flagopt.errors import StudyError
 from flagopt.executors import JobResult, TrialJob, TrialLaunch
 from flagopt.render import RenderedTrial, render
 from flagopt.study import _records as R
-from flagopt.study._arms import baseline_runs
+from flagopt.decide import baseline_runs
 from flagopt.study._collect import Collected, collect
-from flagopt.study._planner import Plan, Verdict, arm_summary
+from flagopt.decide import Plan, Verdict, arm_summary
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0

@@ -9,7 +9,7 @@ import pandas as pd
 
 from flagopt.evidence import human_bytes
 from flagopt.space import NoiseSpec
-from flagopt.study._arms import arms_of
+from flagopt.decide import arms_of
 from flagopt.study._records import BASELINE, RunRecord
 
 COLUMNS = ["profile", "trial", "kind", "flags", "steady", "step_s", "delta_pct", "ci_lo_pct", "ci_hi_pct", "verdict",

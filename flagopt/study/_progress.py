@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import optuna
 
     from flagopt.study._collect import Collected
-    from flagopt.study._planner import Plan, Verdict
+    from flagopt.decide import Plan, Verdict
 
 
 class Progress(StudyObserver):

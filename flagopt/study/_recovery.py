@@ -18,7 +18,7 @@ from flagopt.space import TrialConfig
 from flagopt.study import _records as R
 from flagopt.study._collect import Collected
 from flagopt.study._launching import Running
-from flagopt.study._planner import Plan
+from flagopt.decide import Plan
 
 
 class Recovery:

@@ -20,7 +20,7 @@ import optuna
 import pandas as pd
 
 from flagopt.space import NoiseSpec
-from flagopt.study._arms import Arm, arms_of
+from flagopt.decide import Arm, arms_of
 from flagopt.study._leaderboard import leaderboard
 from flagopt.study._records import RunRecord, history
 from flagopt.study._storage import load_study

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 
 from flagopt.space import load_space
-from flagopt.study._blame import Blame, blame_failures, blamed_by
-from flagopt.study._design import deployed_values
-from flagopt.study._records import RunRecord
+from flagopt.decide import Blame, blame_failures, blamed_by
+from flagopt.decide import deployed_values
+from flagopt.decide import RunRecord
 
 SPACE = """
     name: b

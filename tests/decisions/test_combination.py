@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flagopt.study import arms_of
-from flagopt.study._design import settings_of_record
+from flagopt.decide import settings_of_record
 from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from flagopt.space import Param, load_space
-from flagopt.study._design import (
+from flagopt.decide import (
     changed_settings,
     config_of_settings,
     deployed_values,

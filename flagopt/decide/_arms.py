@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from flagopt import stats
 from flagopt.space import NoiseSpec
-from flagopt.study._records import RunRecord
+from flagopt.decide._runs import RunRecord
 
 
 @dataclass(frozen=True)

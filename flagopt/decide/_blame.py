@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from flagopt.space import Space, render_value
-from flagopt.study._design import Scalar, same_value, settings_of_record
-from flagopt.study._records import FAILED, INFEASIBLE, RunRecord
+from flagopt.decide._design import Scalar, same_value, settings_of_record
+from flagopt.decide._runs import FAILED, INFEASIBLE, RunRecord
 
 #: Failure classes the configuration itself causes: the same settings fail the same way again.
 DETERMINISTIC = frozenset({"oom", "crash", "numerics-nan", "incomplete"})

@@ -1,0 +1,99 @@
+"""What the engine hands the driver: a run to launch (:class:`Plan`), a verdict, or a slot to give up; and the
+small record-level facts every part of the engine shares."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from flagopt.decide._arms import Arm
+from flagopt.decide._runs import BASELINE, NO_ENV, RunRecord
+from flagopt.space import TrialConfig
+
+SAMPLE = "sample"
+
+@dataclass(frozen=True)
+class Plan:
+    """One run to launch."""
+
+    config: TrialConfig
+    kind: str  # recorded kind: baseline-deployed | baseline-no-env | profile | sampled | repeat | evidence
+    reason: str
+    repeat_of: int | None = None
+    retry_of: int | None = None
+    retries: int = 0
+    attrs: dict[str, Any] = field(default_factory=dict)  # recorded on the trial as they are
+    slot: str = ""  # where it runs: set by the driver when it launches the plan
+
+
+@dataclass(frozen=True)
+class SlotBroken:
+    """A slot that cannot measure anything (its baseline keeps failing there): the driver stops using it."""
+
+    slot: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Why the study stopped, with the evidence behind it (stored on the study as ``flagopt.verdict``)."""
+
+    reason: str  # win | null | budget | time | stopped | baseline-failed
+    message: str
+    winner: dict[str, Any] | None = None
+    tried: list[dict[str, Any]] = field(default_factory=list)
+    noise: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "message": self.message, "winner": self.winner, "tried": self.tried,
+                "noise": self.noise, "decided_at": time.time()}
+
+
+def config_of(rec: RunRecord) -> TrialConfig:
+    """The configuration a recorded run used, to run it again."""
+    if rec.kind in (BASELINE, NO_ENV):
+        return TrialConfig(kind=rec.kind, profile=rec.kind)
+    s = rec.attrs.get("settings") or {}
+    return TrialConfig(kind="repeat", profile=rec.profile, xla=tuple((s.get("xla") or {}).items()),
+                       libtpu=tuple((s.get("libtpu") or {}).items()), env=tuple((s.get("env") or {}).items()),
+                       args=tuple((s.get("args") or {}).items()))
+
+
+def arm_summary(arm: Arm) -> dict[str, Any]:
+    """An arm as the verdict and the study attrs store it.
+
+    ``gain``/``ci`` are what people read and act on: from the runs after the first when there are any (the first
+    run is what selected the arm, so it is high by selection), else the single run's. ``all_runs_gain`` and
+    ``all_runs_ci`` use every run.
+    """
+    est, shown = arm.estimate, arm.reported
+    return {"label": arm.label, "config_key": arm.config_key, "trial": arm.first.number, "kind": arm.kind,
+            "settings": arm.first.attrs.get("settings"), "runs": arm.n, "verdict": arm.verdict,
+            "gain": shown.gain if shown else None, "ci": [shown.lo, shown.hi] if shown else None,
+            "fresh_runs": arm.fresh_runs,
+            "all_runs_gain": est.gain if est else None, "all_runs_ci": [est.lo, est.hi] if est else None,
+            "numerics_flagged": arm.numerics_flagged}
+
+
+def runs_used(records: Sequence[RunRecord]) -> int:
+    """The runs that count against ``max_trials``.
+
+    An invalid run (an unknown flag) never ran the job, and one cancelled with the driver (Ctrl-C, a time limit's
+    SIGTERM, a driver that died before submitting it, a lost slot) measured nothing and is run again on resume:
+    neither spends budget. A job someone cancelled (scancel) does: that was a decision about that run.
+    """
+    return sum(1 for r in records if r.status != "invalid" and not r.stopped_with_driver)
+
+
+def settings_set(arm: Arm) -> frozenset[tuple[str, str, str]]:
+    settings = arm.first.attrs.get("settings") or {}
+    return frozenset((part, key, str(value)) for part, values in settings.items() for key, value in (values or {}).items())
+
+
+def seconds_per_run(records: Sequence[RunRecord]) -> float:
+    """Typical wall time of one run: drift is measured per second, controls are spaced in runs."""
+    spans = [float(r.attrs["ended_at"]) - float(r.attrs["started_at"]) for r in records
+             if r.attrs.get("ended_at") and r.attrs.get("started_at")]
+    return sum(spans) / len(spans) if spans else 1.0

@@ -1,0 +1,193 @@
+"""The race: which arms a run could still change the decision about, which to re-run next, and when a control is due."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+from flagopt import stats
+from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._plan import Plan, seconds_per_run, settings_set
+from flagopt.decide._runs import RunRecord
+from flagopt.space import Space
+
+#: Runs between two controls at the least: with repeats of other configurations the drift between controls is
+#: measured anyway, and a control every other run spent ~40 % of a study on controls.
+CONTROL_MIN_GAP = 4
+
+
+class Race:
+    """Part of :class:`~flagopt.decide.Planner`: winners, the leader, the candidates for a repeat."""
+
+    space: Space
+    _sigma: float
+    _direction: str
+
+    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
+        """Whether a drift control is due among ``records`` (one slot's runs)."""
+        since = 0
+        for rec in reversed(records):
+            if rec.is_baseline:
+                break
+            if rec.status != "invalid":  # runs that never started measured nothing
+                since += 1
+        if chosen is not None and since >= CONTROL_MIN_GAP and stats.needs_control(chosen.estimate):
+            return True
+        every = self.space.noise.baseline_every
+        if every is None:
+            every = stats.drift_interval(baseline_runs(records, self._direction), t_per_trial=seconds_per_run(records),
+                                         k_min=CONTROL_MIN_GAP + 1)
+        return since >= every
+
+    def eligible(self, arms: Sequence[Arm]) -> list[Arm]:
+        return [a for a in arms if a.estimate is not None and (self.space.numerics.allow or not a.numerics_flagged)]
+
+    def winners(self, arms: Sequence[Arm]) -> list[Arm]:
+        """Arms whose fresh runs (all but the selecting first) clear ``stop.win`` at the family-wise confidence."""
+        eligible = self.eligible(arms)
+        # Several arms can reach the bar: the stop needs a family-wise confidence, Bonferroni over the re-run arms
+        # whose interval reaches the win bar (an arm raced only against the null bar, its upper bound below the
+        # win bar, cannot clear it by chance and would only make the test blunter).
+        raced = sum(1 for a in eligible if a.n > 1 and a.estimate.hi >= self.space.stop.win)
+        conf = stats.win_confidence(self.space.noise.confidence, raced)
+        need = self.space.noise.min_runs - 1
+        return [a for a in eligible if a.claim is not None and a.claim.n >= need and a.verdict == "better"
+                and a.claim.bounds(conf)[0] >= self.space.stop.win]
+
+    def leader(self, arms: Sequence[Arm]) -> Arm | None:
+        """The best confirmed winner so far (the arm the refinement races against), or ``None``."""
+        winners = self.winners(arms)
+        if not winners:
+            return None
+        best = max(winners, key=lambda a: a.estimate.gain)
+        # the smallest patch that keeps the gain: a confirmed subset of the best within half the minimum effect
+        slack = self.space.noise.min_effect / 2.0
+        settings = settings_set(best)
+        smaller = [a for a in winners if settings_set(a) < settings and a.estimate.gain >= best.estimate.gain - slack]
+        return min(smaller, key=lambda a: (len(settings_set(a)), -a.estimate.gain)) if smaller else best
+
+    @staticmethod
+    def spread(candidates: Sequence[Arm], in_flight: Sequence[Plan], slot: str, slots: Sequence[str]) -> list[Arm]:
+        """The candidates ``slot`` should re-run: not those measured only on it while another slot is live.
+
+        A winner must not be a property of one node group: its confirmation goes to another slot, which asks in
+        its turn (meanwhile this slot runs the screen or the sampler).
+        """
+        if len(slots) < 2:
+            return list(candidates)
+        out = []
+        for arm in candidates:
+            where = {r.slot for r in arm.runs} | {p.slot for p in in_flight if p.repeat_of == arm.first.number}
+            if where != {slot}:
+                out.append(arm)
+        return out
+
+    def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan], *, slot: str | None = None,
+                   closing: bool = False) -> list[Arm]:
+        """Arms whose next run could change the decision: racing against the stop thresholds, or the leader.
+
+        Without a winner the targets are ``stop.null_gain`` and ``stop.win``; once one is confirmed, the leader's
+        gain (the refinement only re-runs what could still beat it). An arm counts while its interval straddles a
+        target it could reach (:func:`flagopt.stats.next_to_sample`), or while it reached one on too few runs.
+        """
+        noise = self.space.noise
+        leader = self.leader(arms)
+        target = self._targets(leader)
+        # An arm in flight is not re-run on the same slot. With several slots a would-be winner may run on two at
+        # once (its confirmation is what the study waits for); any other arm once, so the other slots explore.
+        here = {p.repeat_of for p in in_flight if slot is None or p.slot == slot}
+        count: dict[int | None, int] = {}
+        for p in in_flight:
+            count[p.repeat_of] = count.get(p.repeat_of, 0) + 1
+        confirmed = {a.config_key for a in self.winners(arms)}
+        out = []
+        for arm in arms:
+            est = arm.estimate
+            if est is None or arm.first.number in here or arm.n >= noise.max_repeats or arm is leader:
+                continue
+            flying = count.get(arm.first.number, 0)
+            rising = est.gain >= self.space.stop.win - self._sigma
+            if flying and not closing and flying >= (2 if rising else 1):
+                continue
+            if flying and not self.open_after(est, flying, target, against_null=leader is None):
+                continue  # the runs in flight are expected to settle it: another would be wasted
+            if arm.numerics_flagged and not self.space.numerics.allow:
+                continue
+            if leader is None and arm.n >= 2 and est.gain < self.null_race_floor(arm.n):
+                continue  # out of the race against stop.null_gain (and so against stop.win)
+            if arm.n == 1:
+                # One run is promising when it lands within one run-noise sigma of a target: a real effect of that
+                # size measures at least that high five times out of six.
+                if est.gain >= min(target) - self._sigma:
+                    out.append(arm)
+                continue
+            if stats.next_to_sample({arm.config_key: est}, target=target, min_runs=noise.min_runs,
+                                    max_runs=noise.max_repeats) is not None:
+                out.append(arm)
+            elif leader is None and est.gain >= self.space.stop.win and arm.config_key not in confirmed:
+                out.append(arm)  # above the bar on every run, not yet on the fresh ones at the family-wise level
+        return out
+
+    def open_after(self, est: stats.ArmEstimate, extra: int, target: tuple[float, ...], *,
+                   against_null: bool = False) -> bool:
+        """Whether an arm would still need runs after ``extra`` more at the same mean (its interval narrowed).
+
+        Runs in flight are information on the way: with several slots, re-running an arm on every free slot at once
+        would spend runs its first extra results already make unnecessary. ``against_null``: no winner yet, so an
+        arm whose mean would sit below :meth:`null_race_floor` after them is out of the race (four repeats at once of
+        a +1.5 % first run, which one run more usually rules out, made 4-slot null studies run out of budget).
+        """
+        noise = self.space.noise
+        if against_null and est.gain < self.null_race_floor(est.n + extra):
+            return False
+        if est.n + extra < noise.min_runs:
+            return True
+        shrink = math.sqrt(est.n / (est.n + extra))
+        projected = replace(est, n=est.n + extra, lo=est.gain - (est.gain - est.lo) * shrink,
+                            hi=est.gain + (est.hi - est.gain) * shrink, se=est.se * shrink)
+        return stats.next_to_sample({"arm": projected}, target=target, min_runs=noise.min_runs,
+                                    max_runs=noise.max_repeats) is not None
+
+    def null_race_floor(self, n: int) -> float:
+        """The all-run mean below which an arm of ``n`` runs leaves the race against ``stop.null_gain``.
+
+        A real effect of ``null_gain`` measures, on the mean of ``n`` runs, at least ``null_gain - sigma/sqrt(n)``
+        five times out of six: below that the arm is not worth another run (the one-run rule of
+        :meth:`candidates`, carried to ``n`` runs). From ``noise.min_runs`` runs on the floor is the bar itself:
+        an arm whose estimate is still below ``null_gain`` there cannot be confirmed better by it without its
+        estimate rising, and more runs only wash out the high first run that selected it. On the null landscape
+        these repeats kept 12 % of studies from a null verdict within the budget (docs/statistics.md §7).
+
+        Example (``null_gain`` 0.02, run noise 1 %, ``min_runs`` 3): 0.0129 at two runs, 0.02 at three.
+        """
+        stop = self.space.stop
+        if n >= self.space.noise.min_runs:
+            return stop.null_gain
+        return stop.null_gain - self._sigma / math.sqrt(n)
+
+    def _targets(self, leader: Arm | None) -> tuple[float, ...]:
+        stop = self.space.stop
+        if leader is None:
+            return (stop.null_gain, stop.win)
+        return (leader.estimate.gain + self.space.noise.min_effect / 2.0,)
+
+    def pick_candidate(self, candidates: Sequence[Arm], arms: Sequence[Arm], leader: Arm | None = None) -> Arm:
+        noise = self.space.noise
+        # Confirm a would-be winner first, as an engineer would: until one is confirmed every other repeat races
+        # against the wrong target (the win bar instead of the best arm).
+        if leader is None:
+            confirmed = {a.config_key for a in self.winners(arms)}
+            rising = [a for a in candidates if a.estimate.gain >= self.space.stop.win and a.config_key not in confirmed]
+            if rising:
+                return max(rising, key=lambda a: a.estimate.gain)
+        by_label = {a.config_key: a for a in candidates}
+        chosen = stats.next_to_sample({k: a.estimate for k, a in by_label.items()}, target=self._targets(leader),
+                                      min_runs=noise.min_runs, max_runs=noise.max_repeats)
+        return by_label.get(chosen) or max(candidates, key=lambda a: a.estimate.gain)
+
+    def urgent(self, arm: Arm, leader: Arm | None) -> bool:
+        """Whether ``arm``'s repeat goes before the rest of the screen: it may be (or beat) the winner."""
+        if leader is not None:
+            return True
+        return arm.estimate.gain >= self.space.stop.win - self._sigma

@@ -1,0 +1,143 @@
+"""When to stop, and the verdicts: win, null, budget; and the cross-config check of a winner."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from flagopt import stats
+from flagopt.decide._arms import Arm, baseline_runs, to_run
+from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
+from flagopt.decide._runs import CANCELLED, RunRecord
+from flagopt.space import Space, TrialConfig
+
+
+class Stopping:
+    """Part of :class:`~flagopt.decide.Planner`: the stop rules and the verdicts they draw."""
+
+    space: Space
+    max_trials: int
+    started_at: float
+    _sigma: float
+    _direction: str
+
+    def cross_check(self, records: Sequence[RunRecord], verdict: Verdict, in_flight: Sequence[Plan]) -> Plan | Verdict | str:
+        """Re-run the winner against the baseline on every other config (``configs:``) before recommending it.
+
+        Each config gets ``noise.min_runs`` baseline and winner runs, alternated (A-B-A-B) so drift cancels; a
+        regression beyond ``noise.min_effect`` (1 %) there makes the recommendation conditional on the config.
+        """
+        need = self.space.noise.min_runs
+        winner = verdict.winner or {}
+        settings = winner.get("settings") or {}
+        results: dict[str, dict[str, Any]] = {}
+        for name, args in self.space.configs:
+            mine = [r for r in records if r.attrs.get("cross_config") == name]
+            base = [r for r in mine if r.attrs.get("cross_role") == "baseline" and r.ok]
+            cand = [r for r in mine if r.attrs.get("cross_role") == "winner" and r.ok]
+            failed = sum(1 for r in mine if not r.ok and r.status != "running")
+            if (len(base) < need or len(cand) < need) and failed <= 2 * need:
+                if any(p.attrs.get("cross_config") == name for p in in_flight):
+                    return "wait"
+                role = "baseline" if len(base) <= len(cand) else "winner"
+                extra = dict(args)
+                config = TrialConfig("cross-config", f"{name}:{role}", args=tuple(extra.items())) if role == "baseline" \
+                    else TrialConfig("cross-config", f"{name}:{winner.get('label')}",
+                                     xla=tuple((settings.get("xla") or {}).items()),
+                                     libtpu=tuple((settings.get("libtpu") or {}).items()),
+                                     env=tuple((settings.get("env") or {}).items()),
+                                     args=tuple({**(settings.get("args") or {}), **extra}.items()))
+                return Plan(config, "cross-config", f"cross-config check on {name} ({role})",
+                            attrs={"cross_config": name, "cross_role": role})
+            if len(base) < need or len(cand) < need:
+                results[name] = {"verdict": "unknown", "reason": f"{failed} failed runs", "runs": len(cand)}
+                continue
+            est = stats.estimate_arm([to_run(r, self._direction) for r in cand],
+                                     [to_run(r, self._direction) for r in base],
+                                     confidence=self.space.noise.confidence)
+            results[name] = {"gain": est.gain, "ci": [est.lo, est.hi], "runs": est.n,
+                             "verdict": stats.verdict(est, min_effect=self.space.noise.min_effect, min_runs=need)}
+        regressed = [n for n, r in results.items() if r.get("gain") is not None
+                     and r["gain"] < -self.space.noise.min_effect]
+        note = "; ".join(f"{n}: {r['gain']:+.1%} [{r['ci'][0]:+.1%}, {r['ci'][1]:+.1%}]" if "gain" in r else
+                         f"{n}: unknown ({r['reason']})" for n, r in results.items())
+        message = verdict.message + (f". Cross-config check: {note}" if note else "")
+        if regressed:
+            message += f". CONDITIONAL: it regresses on {', '.join(regressed)}, recommend it only for the tuned config"
+        winner = {**winner, "cross_config": results, "conditional_on_config": bool(regressed)}
+        return Verdict(verdict.reason, message, winner=winner, tried=verdict.tried, noise=verdict.noise)
+
+    def refine_used(self, records: Sequence[RunRecord]) -> int:
+        """Runs spent racing after the first confirmed winner.
+
+        The one-factor screen is finished first and is not counted: it is bounded by the space (a few runs per
+        param), and a combination can only be proposed once it is complete.
+        """
+        return sum(1 for r in records if r.attrs.get("phase") == "refine" and r.status not in ("invalid", CANCELLED)
+                   and r.attrs.get("design") not in ("probe", "refine"))
+
+    def stop_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> Verdict | None:
+        space = self.space
+        stop = space.stop
+        eligible = self.eligible(arms)
+        noise = self.noise_summary(records)
+        tried = [arm_summary(a) for a in arms]
+        used = runs_used(records)
+        out_of_budget = used >= self.max_trials or (
+            stop.max_hours is not None and time.time() - self.started_at > stop.max_hours * 3600)
+        if self.leader(arms) is not None:
+            if self.refine_used(records) >= stop.refine:
+                return self.win_verdict(records, arms, f"refinement budget ({stop.refine} runs) used")
+            if out_of_budget:
+                return self.win_verdict(records, arms, "budget used during the refinement")
+            return None
+        if used >= self.max_trials:
+            return self.budget_verdict("budget", f"max_trials ({self.max_trials}) runs used", eligible, tried, noise)
+        if out_of_budget:
+            return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
+        distinct = [a for a in arms if a.estimate is not None]
+        if len(distinct) >= stop.max_null and not self.candidates(arms, ()):
+            good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
+            if not good:
+                best = max(distinct, key=lambda a: a.estimate.gain)
+                return Verdict("null", f"{len(distinct)} distinct profiles evaluated, none better than "
+                               f"{stop.null_gain:+.0%} (best: {best.label} {best.estimate.gain:+.1%} "
+                               f"[{best.estimate.lo:+.1%}, {best.estimate.hi:+.1%}], {best.verdict}): throughput is "
+                               "structurally bounded at the editable scope", tried=tried, noise=noise)
+        return None
+
+    def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str) -> Verdict:
+        best = self.leader(arms)
+        assert best is not None
+        claim = best.claim or best.estimate
+        others = len(self.winners(arms)) - 1
+        raced = f"; {others} other confirmed winner{'s' if others != 1 else ''} raced against it" if others else ""
+        return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
+                       f"[{claim.lo:+.1%}, {claim.hi:+.1%}] over {claim.n} fresh runs "
+                       f"({best.n} in all), lower bound >= {self.space.stop.win:.0%}{raced} ({why})",
+                       winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
+
+    def budget_verdict(self, reason: str, why: str, eligible: Sequence[Arm], tried: list, noise: dict) -> Verdict:
+        # The recommendation is picked among many raced arms: hold it to the family-wise bound, like the win rule
+        # (the decision benchmark measured 20 % false winners on a null landscape without it, 0 % with it), on the
+        # runs that did not select it.
+        raced = sum(1 for a in eligible if a.n > 1)
+        conf = stats.win_confidence(self.space.noise.confidence, raced)
+        better = [a for a in eligible if a.verdict == "better" and a.claim is not None
+                  and a.claim.bounds(conf)[0] > 0]
+        if better:
+            best = max(better, key=lambda a: a.claim.lo)
+            est = best.claim
+            return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
+                           f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
+                           "family-wise confidence)",
+                           winner=arm_summary(best), tried=tried, noise=noise)
+        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed",
+                       tried=tried, noise=noise)
+
+    def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
+        runs = baseline_runs(records, self._direction)
+        if len(runs) < 2:
+            return {"baseline_runs": float(len(runs))}
+        return {"baseline_runs": float(len(runs)), "run_sigma": stats.run_noise(runs)}
