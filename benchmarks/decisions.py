@@ -15,6 +15,7 @@ runs as the real ``StudyRunner`` on :class:`SimExecutor`. Seeds run in parallel 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -166,6 +167,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="flagopt alone, 3 seeds, shipped landscapes only (unless given explicitly)")
     parser.add_argument("--out", type=Path, help="write the markdown write-up here")
+    parser.add_argument("--json", type=Path, help="write every seed's result (choice, verdict, runs, claim) here")
     args = parser.parse_args(argv)
     given = set(sys.argv[1:] if argv is None else argv)
     if args.quick:
@@ -236,6 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     studies = len({(r.landscape, r.seed) for r in results})
     console.print(f"wall time {wall:.0f} s ({studies} landscape-seeds, {len(results)} strategy runs, "
                   f"--jobs {args.jobs}); CPU seconds per strategy: {cpu_per_strategy(results, strategies)}")
+    if args.json:
+        rows = [{**{k: v for k, v in asdict(r).items() if k != "detail"}, "within_1pct": r.within_1pct,
+                 "detail": {k: v for k, v in r.detail.items() if isinstance(v, (int, float, str, bool, list, dict))}}
+                for r in results]
+        args.json.write_text(json.dumps(rows, default=str))
     if args.out:
         shown = ["python", "benchmarks/decisions.py", *(sys.argv[1:] if argv is None else argv)]
         meta = {"command": shlex.join(shown), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

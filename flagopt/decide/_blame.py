@@ -7,6 +7,9 @@ crash, NaN loss, a run that stops short) is blamed on a setting when
 * a run that changed only that setting failed that way, or
 * at least two runs that set it failed that way, no run that set it succeeded, and no earlier blame explains them.
 
+A hang is retried as the infrastructure's; once the same configuration hangs twice and never ran, it is blamed like
+an out-of-memory run.
+
 A numeric setting's blame extends beyond it, away from the deployed value (a threshold that runs out of memory at
 64 GiB does at 128 GiB too), unless a run there succeeded. Flaky infrastructure (hangs, NCCL init, preemption) is
 never blamed on a setting: those are retried instead.
@@ -24,10 +27,12 @@ from dataclasses import dataclass
 
 from flagopt.space import Space, render_value
 from flagopt.decide._design import Scalar, same_value, settings_of_record
-from flagopt.decide._runs import FAILED, INFEASIBLE, RunRecord
+from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, RUNNING, RunRecord
 
 #: Failure classes the configuration itself causes: the same settings fail the same way again.
 DETERMINISTIC = frozenset({"oom", "crash", "numerics-nan", "incomplete"})
+#: Failure classes retried as the infrastructure's, blamed on the configuration once they happen again on it.
+REPRODUCIBLE = frozenset({"hang"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
     params = {p.name: p for p in space.params}
     ok_values: dict[str, list[Scalar]] = {}
     failures: list[tuple[str, dict[str, Scalar]]] = []
+    reproducible: dict[tuple[str, str], list[dict[str, Scalar]]] = {}
     for rec in records:
         if rec.is_baseline or not rec.config_key:
             continue
@@ -94,6 +100,14 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
                 ok_values.setdefault(k, []).append(v)
         elif rec.status in (INFEASIBLE, FAILED) and rec.attrs.get("failure_class") in DETERMINISTIC and settings:
             failures.append((str(rec.attrs["failure_class"]), settings))
+        elif rec.attrs.get("failure_class") in REPRODUCIBLE and settings and rec.status not in (CANCELLED, RUNNING):
+            reproducible.setdefault((str(rec.attrs["failure_class"]), rec.config_key), []).append(settings)
+    # A hang is the infrastructure's until it hangs again: once its retry hangs too (and the configuration never
+    # ran), it is the configuration's, and each more try would cost a whole hang deadline of pinned nodes.
+    ok_keys = {r.config_key for r in records if r.ok}
+    for (failure_class, key), runs in reproducible.items():
+        if len(runs) >= 2 and key not in ok_keys:
+            failures.extend((failure_class, settings) for settings in runs)
 
     def direction(name: str, value: Scalar) -> int:
         param, dep = params.get(name), deployed.get(name)

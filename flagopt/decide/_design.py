@@ -139,9 +139,13 @@ def config_of_settings(space: Space, settings: Mapping[str, Scalar], *, kind: st
     for p in space.params:
         if p.name in settings:
             parts[_TARGET_PART[p.target]].append((p.key, settings[p.name]))
+    for name, value in settings.items():  # a catalog profile's own settings (``target:key``), e.g. around its recipe
+        part, sep, key = name.partition(":")
+        if sep and part in parts and not any(p.name == name for p in space.params):
+            parts[part].append((key, value))
     return TrialConfig(kind=kind, profile=profile, xla=tuple(parts["xla"]), libtpu=tuple(parts["libtpu"]),
                        env=tuple(parts["env"]), args=tuple(parts["args"]),
-                       params=tuple(sorted((k, v) for k, v in settings.items())))
+                       params=tuple(sorted((k, v) for k, v in settings.items() if ":" not in k)))
 
 
 def changed_settings(space: Space, params: Mapping[str, Scalar], deployed: Mapping[str, str | None]) -> dict[str, Scalar]:

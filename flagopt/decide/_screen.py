@@ -10,8 +10,17 @@ from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._plan import Plan, settings_set
-from flagopt.decide._runs import CANCELLED, RunRecord
+from flagopt.decide._model import EffectsModel, effects_model
+from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
+from flagopt.failure_classes import OOM
 from flagopt.space import Space, TrialConfig
+
+
+#: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
+MODEL_DESIGNS = ("combination", "add-one")
+#: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
+#: re-proposing its own noise.
+MAX_MODEL_PROPOSALS = 4
 
 
 class Screen:
@@ -84,39 +93,55 @@ class Screen:
                     return config, f"refining {param.name} around its best screened value", "refine"
         if pending and not ahead:
             return None  # the combination waits for every probe's result
-        combos_in_flight = [p for p in in_flight if p.attrs.get("design") == "combination"]
-        combo = self.combination(by_param)
-        if len(combo) >= 2 and not combos_in_flight:
+        model = self.model(records)
+        mended = self.mend_failed(records, in_flight, blames, model)
+        if mended is not None:
+            return mended
+        proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
+        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
+        budget_left = len(proposed) < MAX_MODEL_PROPOSALS
+        combo = self.combination(model, blames)
+        if len(combo) >= 2 and not proposals_in_flight and budget_left:
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
-                return config, "the best value of every param that helped alone", "combination"
+                return config, "the best value of every param whose pooled effect is above zero", "combination"
         anchor = leader or self.contender(arms)
         settings, anchor_label = {}, ""
         if anchor is not None:
             settings = design.settings_of_record(space, anchor.first.attrs.get("settings") or {})
             anchor_label = anchor.label
-        elif ahead and combos_in_flight:
+        elif ahead and proposals_in_flight:
             # A combination still running is a contender only if its settings' gains alone add up to one (flag
             # effects are mostly separable), each less one run-noise sigma: it took the best screened value of every
             # param, high by selection. Otherwise its drop-one variants are runs for nothing (on the null landscape
             # they made every re-proposed combination cost three or four more runs).
-            settings = design.settings_of_record(space, combos_in_flight[0].config.settings())
-            predicted = sum(max(self._alone_gain(by_param, n, v) - self._sigma, 0.0) for n, v in settings.items())
+            settings = design.settings_of_record(space, proposals_in_flight[0].config.settings())
+            predicted = sum(max(self._effect(model, n, v) - self._sigma, 0.0) for n, v in settings.items())
             if predicted < space.stop.win - self._sigma:
                 settings = {}
-            anchor_label = combos_in_flight[0].config.profile
-        if settings:
-            if len(settings) >= 2:
-                # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
-                # in company (a sign flip): does each setting of the best combination still matter?
-                order = sorted(settings, key=lambda n: self._alone_gain(by_param, n, settings[n]))
-                for name in order:
-                    rest = {k: v for k, v in settings.items() if k != name}
-                    label = "without " + name + ": " + ", ".join(f"{k}={v}" for k, v in rest.items())
-                    config = fresh(rest, label)
-                    if config is not None:
-                        return config, f"does {name} matter in {anchor_label}?", "drop-one"
+            anchor_label = proposals_in_flight[0].config.profile
+        best = anchor or self.best_measured(arms)
+        if best is not None and not proposals_in_flight and budget_left and model is not None:
+            # Add-one: what the model says could still be added to the best configuration (a winner confirmed early,
+            # e.g. the microbatch count, never ran with the other settings that measured positive alone).
+            base = design.settings_of_record(space, best.first.attrs.get("settings") or {})
+            extra = self.additions(model, base, blames)
+            if extra and sum(self._effect(model, n, v) for n, v in extra.items()) > self._sigma / 2.0:
+                config = fresh({**base, **extra}, f"{best.label} + " + ", ".join(
+                    design.probe_label(space.param(n), v) for n, v in extra.items()))
+                if config is not None:
+                    return config, f"what the model predicts could still be added to {best.label}", "add-one"
+        if settings and len(settings) >= 2:
+            # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
+            # in company (a sign flip): does each setting of the best combination still matter?
+            order = sorted(settings, key=lambda n: self._effect(model, n, settings[n]))
+            for name in order:
+                rest = {k: v for k, v in settings.items() if k != name}
+                label = "without " + name + ": " + ", ".join(f"{k}={v}" for k, v in rest.items())
+                config = fresh(rest, label)
+                if config is not None:
+                    return config, f"does {name} matter in {anchor_label}?", "drop-one"
         return None
 
     @staticmethod
@@ -142,24 +167,69 @@ class Screen:
                     out.setdefault(name, {})[value] = arm
         return out
 
-    def combination(self, by_param: dict[str, dict[Any, Arm]]) -> dict[str, Any]:
-        """Every param's best screened value, where it measured above zero alone (and was not "worse").
+    def combination(self, model: EffectsModel | None, blames: Sequence[Blame]) -> dict[str, Any]:
+        """Every param's best value by its pooled effect, where that effect is above zero (and not blamed).
 
         Not only the values above half the minimum effect: where the best configuration adds several +0.5 to +2 %
-        effects, that floor left most of them out and nothing later puts them back (the refinement only drops
-        settings, keeping the smaller patch within ``min_effect / 2``). below5's pick went from 37 % to 70 % of seeds
-        within 1 % of the true best (docs/statistics.md §9).
+        effects, that floor left most of them out (docs/statistics.md §9). The effects pool every run that set the
+        value (probes, earlier combinations, their drop-one variants), so a combination that measured below its
+        parts changes the next one.
         """
+        return self.additions(model, {}, blames) if model is not None else {}
+
+    def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame]) -> dict[str, Any]:
+        """Params ``base`` does not set whose best value has a pooled effect above zero."""
         out: dict[str, Any] = {}
-        for name, values in by_param.items():
-            scored = [(a.estimate.gain, v) for v, a in values.items() if a.estimate is not None and a.verdict != "worse"]
-            if scored:
-                gain, value = max(scored, key=lambda item: item[0])
-                if gain > 0.0:
-                    out[name] = value
+        names = {p.name for p in self.space.params}
+        for name, (value, effect, _se) in model.best_values().items():
+            if name in names and name not in base and effect > 0.0 and blamed_by(blames, {name: value}) is None:
+                out[name] = value
         return dict(sorted(out.items()))
 
+    def model(self, records: Sequence[RunRecord]) -> EffectsModel | None:
+        return effects_model(self.space, records, self.deployed, sigma=self._sigma, direction=self.space.metric.direction)
+
     @staticmethod
-    def _alone_gain(by_param: dict[str, dict[Any, Arm]], name: str, value: Any) -> float:
-        arm = by_param.get(name, {}).get(value)
-        return arm.estimate.gain if arm is not None and arm.estimate is not None else 0.0
+    def _effect(model: EffectsModel | None, name: str, value: Any) -> float:
+        return model.effect(name, value)[0] if model is not None else 0.0
+
+    def best_measured(self, arms: Sequence[Arm]) -> Arm | None:
+        """The arm with the best estimate above zero, if any."""
+        scored = [a for a in arms if a.estimate is not None and a.estimate.gain > 0
+                  and (self.space.numerics.allow or not a.numerics_flagged)]
+        return max(scored, key=lambda a: a.estimate.gain) if scored else None
+
+    def mend_failed(self, records: Sequence[RunRecord], in_flight: Sequence[Plan], blames: Sequence[Blame],
+                    model: EffectsModel | None) -> tuple[TrialConfig, str, str] | None:
+        """A combination (or add-one) that failed: run it once more, and after a second failure run its parts.
+
+        Its settings each ran fine alone, so a failure may be the infrastructure's (retried once), or one setting
+        that fails only in company: its drop-one variants find out which, and keep the rest of the gain.
+        """
+        flying = {p.config.config_key for p in in_flight}
+        by_key: dict[str, list[RunRecord]] = {}
+        for rec in records:
+            if rec.attrs.get("design") in MODEL_DESIGNS and rec.status not in (CANCELLED, RUNNING):
+                by_key.setdefault(rec.config_key, []).append(rec)
+        tried = {r.config_key for r in records if not r.stopped_with_driver} | flying
+        for key, recs in by_key.items():
+            if any(r.ok for r in recs) or key in flying:
+                continue
+            settings = design.settings_of_record(self.space, recs[0].attrs.get("settings") or {})
+            label = recs[0].profile
+            failure = recs[-1].attrs.get("failure_class") or recs[-1].status
+            if len(recs) == 1 and failure != OOM:
+                config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
+                return config, f"once more after {failure}: its settings each ran fine alone", \
+                    str(recs[0].attrs.get("design"))
+            if len(settings) < 2:
+                continue
+            order = sorted(settings, key=lambda n: self._effect(model, n, settings[n]))
+            for name in order:
+                rest = {k: v for k, v in settings.items() if k != name}
+                config = design.config_of_settings(self.space, rest, kind="probe",
+                                                   profile=f"{label} without {name}")
+                if config.config_key not in tried and blamed_by(blames, rest) is None:
+                    return config, f"{label} failed twice ({failure}): which of its settings fails in company?", \
+                        "drop-one"
+        return None

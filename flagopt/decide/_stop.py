@@ -127,7 +127,8 @@ class Stopping:
         better = [a for a in eligible if a.verdict == "better" and a.claim is not None
                   and a.claim.bounds(conf)[0] > 0]
         if better:
-            best = max(better, key=lambda a: a.claim.lo)
+            # the best confirmed, by its fresh runs' gain (the race re-ran whatever measured above it)
+            best = max(better, key=lambda a: a.claim.gain)
             est = best.claim
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "

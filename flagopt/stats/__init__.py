@@ -15,13 +15,36 @@ Example:
 from __future__ import annotations
 
 from flagopt.stats._bandit import next_to_sample
-from flagopt.stats._drift import Estimate, baseline_at, drift_interval, drift_rate, gains
-from flagopt.stats._noise import DEFAULT_NOISE_FLOOR, NoiseEstimate, Run, noise_estimate, run_noise
+from flagopt.stats._drift import (
+    Estimate,
+    baseline_at,
+    drift_interval,
+    drift_rate,
+    gains,
+)
+from flagopt.stats._effects import EffectsFit, Observation, Prediction, fit_effects
+from flagopt.stats._noise import (
+    DEFAULT_NOISE_FLOOR,
+    NoiseEstimate,
+    Run,
+    noise_estimate,
+    run_noise,
+)
 from flagopt.stats._stop import StopDecision, StopReason, evaluate_stop, win_confidence
-from flagopt.stats._verdict import ArmEstimate, Verdict, estimate_arm, needs_control, verdict
+from flagopt.stats._verdict import (
+    ArmEstimate,
+    Verdict,
+    estimate_arm,
+    needs_control,
+    verdict,
+)
 
 __all__ = [
     "DEFAULT_NOISE_FLOOR",
+    "EffectsFit",
+    "Observation",
+    "Prediction",
+    "fit_effects",
     "ArmEstimate",
     "Estimate",
     "NoiseEstimate",

@@ -18,12 +18,12 @@ import optuna
 from flagopt.errors import StudyError
 from flagopt.executors import BaseExecutor
 from flagopt.render import render
-from flagopt.space import Space, TrialConfig
+from flagopt.space import Param, Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.decide import arms_of
 from flagopt.decide import blamed_by
 from flagopt.study._collect import Collected, _jsonable
-from flagopt.decide import changed_settings, config_of_settings
+from flagopt.decide import changed_settings, config_of_settings, same_value
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
@@ -224,14 +224,40 @@ class StudyRunner(Launching, Recovery):
     def _excluded(self) -> set[str]:
         return set(self.study.user_attrs.get("flagopt.excluded", []))
 
+    def _sampled_params(self, excluded: set[str]) -> tuple[Param, ...]:
+        """The params as the sampler sees them: without the choices the installed XLA rejected.
+
+        A value pre-flight (or a run) found unknown is never proposed; a param left with no choice but the deployed
+        one is not sampled at all (it stays as deployed).
+        """
+        out = []
+        for p in self.space.params:
+            if p.choices is None or not excluded:
+                out.append(p)
+                continue
+            kept = tuple(v for v in p.choices if not self._rejected({p.name: v}, excluded))
+            if any(not same_value(p, v, self.planner.deployed.get(p.name)) for v in kept):
+                out.append(p if kept == p.choices else replace(p, choices=kept))
+        return tuple(out)
+
+    def _rejected(self, settings: dict[str, Any], excluded: set[str]) -> bool:
+        config = config_of_settings(self.space, settings, kind="sampled", profile="sampled")
+        tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
+        return bool(tokens & excluded)
+
     def _sample_plan(self) -> Plan | Verdict | None:
-        names = self._optuna_names
-        dists = {names[p.name]: distribution(p) for p in self.space.params}
         excluded = self._excluded()
+        sampled = self._sampled_params(excluded)
+        if not sampled:
+            return Verdict("budget", "every value the sampler could propose was rejected by the installed XLA "
+                                     f"({', '.join(sorted(excluded))}); nothing is left to sample")
+        names = self._optuna_names if all(p in self.space.params for p in sampled) \
+            else optuna_names(self.study, sampled)
+        dists = {names[p.name]: distribution(p) for p in sampled}
         blames = self.planner.blames(self.records())
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
-            params = {p.name: trial.params[names[p.name]] for p in self.space.params}
+            params = {p.name: trial.params[names[p.name]] for p in sampled}
             # Only what differs from the deployed job is set: a sampled point equal to a probe joins its arm.
             changed = changed_settings(self.space, params, self.planner.deployed)
             config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")

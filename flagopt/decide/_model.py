@@ -1,0 +1,97 @@
+"""The study's runs as the effects model sees them (:func:`flagopt.stats.fit_effects`), and what it predicts.
+
+Every successful run that changes something (profiles, probes, combinations, drop-one and add-one variants,
+sampled points, repeats) informs the effect of every setting it changes, each against the drift-corrected baseline
+of its own time and slot. The planner builds the combination from these pooled effects, looks around the leader
+with them (what could still be added), and never trusts a prediction it has not measured: a predicted configuration
+is only ever a run to make, never a claim.
+
+Example:
+    >>> from flagopt.decide._model import feature
+    >>> feature("overlap_limit", 2)
+    'overlap_limit=2'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from flagopt import stats
+from flagopt.decide import _design as design
+from flagopt.decide._arms import baseline_runs, to_run
+from flagopt.decide._runs import RunRecord
+from flagopt.space import Space, render_value
+
+#: Kinds of runs that measure a configuration against the deployed job (not the controls or side checks).
+_MODELLED_KINDS = frozenset({"profile", "probe", "sampled", "repeat"})
+
+
+def feature(name: str, value: design.Scalar) -> str:
+    """The model's name for one setting: ``param=value`` (or ``target:key=value`` for a profile's own flag)."""
+    return f"{name}={render_value(value)}"
+
+
+@dataclass(frozen=True)
+class EffectsModel:
+    """The fitted model, with the space's vocabulary: settings in, predicted gains out."""
+
+    space: Space
+    deployed: Mapping[str, str | None]
+    fit: stats.EffectsFit
+    #: Each param's values that some modelled run set (other than the deployed one).
+    values: Mapping[str, tuple[design.Scalar, ...]]
+
+    def features_of(self, settings: Mapping[str, design.Scalar]) -> frozenset[str]:
+        params = {p.name: p for p in self.space.params}
+        return frozenset(feature(n, v) for n, v in settings.items()
+                         if n not in params or not design.same_value(params[n], v, self.deployed.get(n)))
+
+    def predict(self, settings: Mapping[str, design.Scalar]) -> stats.Prediction:
+        """The gain of the configuration that sets ``settings`` on top of the deployed job."""
+        key = design.config_of_settings(self.space, settings, kind="probe", profile="").config_key
+        return self.fit.predict(self.features_of(settings), key)
+
+    def effect(self, name: str, value: design.Scalar) -> tuple[float, float]:
+        """The pooled effect of one setting (gain scale) and its standard error."""
+        return self.fit.effect(feature(name, value))
+
+    def best_values(self) -> dict[str, tuple[design.Scalar, float, float]]:
+        """Each param's value with the largest pooled effect among the values some run set: name -> (value, effect,
+        se)."""
+        out: dict[str, tuple[design.Scalar, float, float]] = {}
+        for name, values in self.values.items():
+            for value in values:
+                eff, se = self.effect(name, value)
+                if name not in out or eff > out[name][1]:
+                    out[name] = (value, eff, se)
+        return out
+
+
+def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None], *,
+                  sigma: float, direction: str = "maximize") -> EffectsModel | None:
+    """Fit the effects model to the study's successful runs; ``None`` before any run can be scored."""
+    baselines = baseline_runs(records, direction)
+    if not baselines:
+        return None
+    observations: list[stats.Observation] = []
+    values: dict[str, list[design.Scalar]] = {}
+    params = {p.name: p for p in space.params}
+    for rec in records:
+        if not rec.ok or rec.is_baseline or rec.kind not in _MODELLED_KINDS or not rec.config_key:
+            continue
+        settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+        gain = stats.gains([to_run(rec, direction)], baselines)[0]
+        if not math.isfinite(gain) or gain <= -1.0:
+            continue
+        feats = frozenset(feature(n, v) for n, v in settings.items()
+                          if n not in params or not design.same_value(params[n], v, deployed.get(n)))
+        for n, v in settings.items():
+            if n in params and feature(n, v) in feats and v not in values.setdefault(n, []):
+                values[n].append(v)
+        observations.append(stats.Observation(feats, rec.config_key, math.log1p(gain)))
+    if not observations:
+        return None
+    fit = stats.fit_effects(observations, sigma=sigma)
+    return EffectsModel(space, deployed, fit, {n: tuple(vs) for n, vs in values.items()})
