@@ -48,10 +48,14 @@ class EffectsModel:
         return frozenset(feature(n, v) for n, v in settings.items()
                          if n not in params or not design.same_value(params[n], v, self.deployed.get(n)))
 
-    def predict(self, settings: Mapping[str, design.Scalar]) -> stats.Prediction:
-        """The gain of the configuration that sets ``settings`` on top of the deployed job."""
+    def predict(self, settings: Mapping[str, design.Scalar], *, own_runs: bool = True) -> stats.Prediction:
+        """The gain of the configuration that sets ``settings`` on top of the deployed job.
+
+        ``own_runs=False``: from the effects alone, leaving out what its own runs say beyond them (to compare a
+        measured configuration with one nobody ran on the same footing).
+        """
         key = design.config_of_settings(self.space, settings, kind="probe", profile="").config_key
-        return self.fit.predict(self.features_of(settings), key)
+        return self.fit.predict(self.features_of(settings), key if own_runs else None)
 
     def effect(self, name: str, value: design.Scalar) -> tuple[float, float]:
         """The pooled effect of one setting (gain scale) and its standard error."""

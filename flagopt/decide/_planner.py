@@ -15,6 +15,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of
 from flagopt.decide._race import Race
 from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
@@ -43,6 +44,7 @@ class Planner(Screen, Race, Stopping):
         self.started_at = started_at or time.time()
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
         self.deployed = design.deployed_values(space, default_of)
+        self._model: EffectsModel | None = None
 
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan], *,
@@ -89,6 +91,7 @@ class Planner(Screen, Race, Stopping):
 
         runs = baseline_runs(records, self._direction)
         self._sigma = max(stats.run_noise(runs), 0.003) if len(runs) >= 2 else 0.01
+        self._model = self.model(records)  # every run's effects, pooled: read by the screen and the race
         stop = self.stop_verdict(records, arms)
         if stop is not None and stop.winner and space.configs:
             return self.cross_check(records, stop, in_flight)

@@ -20,7 +20,7 @@ from flagopt.space import Space, TrialConfig
 MODEL_DESIGNS = ("combination", "add-one")
 #: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
 #: re-proposing its own noise.
-MAX_MODEL_PROPOSALS = 4
+MAX_MODEL_PROPOSALS = 3
 
 
 class Screen:
@@ -29,6 +29,7 @@ class Screen:
     space: Space
     deployed: dict[str, str | None]
     _sigma: float
+    _model: EffectsModel | None
 
     def blames(self, records: Sequence[RunRecord]) -> list[Blame]:
         return blame_failures(self.space, records, self.deployed)
@@ -93,7 +94,7 @@ class Screen:
                     return config, f"refining {param.name} around its best screened value", "refine"
         if pending and not ahead:
             return None  # the combination waits for every probe's result
-        model = self.model(records)
+        model = self._model
         mended = self.mend_failed(records, in_flight, blames, model)
         if mended is not None:
             return mended
@@ -101,7 +102,7 @@ class Screen:
         proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
         budget_left = len(proposed) < MAX_MODEL_PROPOSALS
         combo = self.combination(model, blames)
-        if len(combo) >= 2 and not proposals_in_flight and budget_left:
+        if len(combo) >= 2 and not proposals_in_flight and budget_left and self.worth_running(model, combo, records):
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
@@ -127,7 +128,8 @@ class Screen:
             # e.g. the microbatch count, never ran with the other settings that measured positive alone).
             base = design.settings_of_record(space, best.first.attrs.get("settings") or {})
             extra = self.additions(model, base, blames)
-            if extra and sum(self._effect(model, n, v) for n, v in extra.items()) > self._sigma / 2.0:
+            if extra and sum(self._effect(model, n, v) for n, v in extra.items()) > self._sigma / 2.0 \
+                    and self.worth_running(model, {**base, **extra}, records):
                 config = fresh({**base, **extra}, f"{best.label} + " + ", ".join(
                     design.probe_label(space.param(n), v) for n, v in extra.items()))
                 if config is not None:
@@ -137,6 +139,8 @@ class Screen:
             # in company (a sign flip): does each setting of the best combination still matter?
             order = sorted(settings, key=lambda n: self._effect(model, n, settings[n]))
             for name in order:
+                if model is not None and self._sure(model, name, settings[name]):
+                    continue  # the model is sure it pays (the microbatch count): dropping it would only confirm that
                 rest = {k: v for k, v in settings.items() if k != name}
                 label = "without " + name + ": " + ", ".join(f"{k}={v}" for k, v in rest.items())
                 config = fresh(rest, label)
@@ -192,6 +196,26 @@ class Screen:
     @staticmethod
     def _effect(model: EffectsModel | None, name: str, value: Any) -> float:
         return model.effect(name, value)[0] if model is not None else 0.0
+
+    def worth_running(self, model: EffectsModel | None, settings: dict[str, Any], records: Sequence[RunRecord]) -> bool:
+        """Whether a configuration the model proposes is predicted to beat every earlier proposal by half a sigma.
+
+        Without it, each run re-fitted the model and the next combination differed from the last in a setting
+        that does not matter (a threshold of no effect at another value): three runs of the same true gain.
+        """
+        if model is None:
+            return True
+        earlier = [design.settings_of_record(self.space, r.attrs.get("settings") or {}) for r in records
+                   if r.attrs.get("design") in MODEL_DESIGNS and r.ok]
+        if not earlier:
+            return True
+        best = max(model.predict(e, own_runs=False).gain for e in earlier)
+        return model.predict(settings, own_runs=False).gain > best + self._sigma / 2.0
+
+    @staticmethod
+    def _sure(model: EffectsModel, name: str, value: Any) -> bool:
+        effect, se = model.effect(name, value)
+        return effect - 2.0 * se > 0.0
 
     def best_measured(self, arms: Sequence[Arm]) -> Arm | None:
         """The arm with the best estimate above zero, if any."""

@@ -6,13 +6,14 @@ This model pools them: the log of each run's drift-corrected throughput ratio is
 
     y = sum of the effects of the settings it changes + delta(configuration) + run noise
 
-with a weak Gaussian prior on the effects (``prior_sd``: a flag moves throughput by a few percent, rarely 20 %), and
-``delta ~ N(0, tau^2)`` per configuration: the interactions the data show (the communication that overlap flags hide
-is one pool: gains are sub-additive and change sign in company) without enumerating pairs. ``tau`` is chosen by the
-marginal likelihood of the runs: runs that add up give ``tau`` near 0 and predictions lean on the effects; runs that
-do not give a large ``tau``, and then a configuration nobody measured is predicted with that much uncertainty,
-while a measured one leans on its own runs. It is a Bayesian linear regression (ridge with a random effect), solved
-in closed form with numpy.
+with a Gaussian prior ``N(0, prior_sd^2)`` on the effects, and ``delta ~ N(0, tau^2)`` per configuration: the
+interactions the data show (the communication that overlap flags hide is one pool: gains are sub-additive and change
+sign in company) without enumerating pairs. ``prior_sd`` and ``tau`` are chosen by the marginal likelihood of the runs
+(empirical Bayes): where nothing matters the effects shrink to zero, so a combination of each param's luckiest value
+is not predicted to win; runs that add up give ``tau`` near 0 and predictions lean on the effects; runs that do not
+give a large ``tau``, and then a configuration nobody measured is predicted with that much uncertainty, while a
+measured one leans on its own runs. It is a Bayesian linear regression (ridge with a random effect), solved in
+closed form with numpy.
 
 Example:
     >>> obs = [Observation(frozenset({"a=1"}), "A", 0.03), Observation(frozenset({"b=1"}), "B", 0.01),
@@ -30,8 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Prior standard deviation of one setting's effect on log throughput.
+#: Prior standard deviation of a setting's effect on log throughput where the data cannot say (no run set it).
 PRIOR_SD = 0.05
+#: Candidate prior standard deviations of the effects (relative): from "nothing matters" to a microbatch count.
+PRIOR_SD_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: Candidate values of tau, in units of the run noise sigma (0: the settings add up exactly).
 TAU_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
 
@@ -68,11 +71,12 @@ class EffectsFit:
     sigma: float
     tau: float
     runs: int
+    prior_sd: float = PRIOR_SD
 
     def effect(self, feature: str) -> tuple[float, float]:
         """The effect of one setting on the gain scale, and its standard error; ``(0, prior)`` if never run."""
         if feature not in self.features:
-            return 0.0, PRIOR_SD
+            return 0.0, self.prior_sd
         i = self.features.index(feature)
         return float(math.expm1(self.mean[i])), float(math.sqrt(self.cov[i, i]))
 
@@ -84,7 +88,7 @@ class EffectsFit:
             if f in self.features:
                 w[self.features.index(f)] = 1.0
             else:
-                extra += PRIOR_SD**2  # a setting no run has changed: the prior alone
+                extra += self.prior_sd**2  # a setting no run has changed: the prior alone
         measured = group is not None and group in self.groups
         if measured:
             w[len(self.features) + self.groups.index(group)] = 1.0
@@ -96,9 +100,12 @@ class EffectsFit:
         return Prediction(gain=gain, se=(1.0 + gain) * math.sqrt(max(var, 0.0)), measured=measured)
 
 
-def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: float = PRIOR_SD,
+def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: float | None = None,
                 tau: float | None = None) -> EffectsFit:
-    """Fit the model to ``observations`` with run noise ``sigma`` (relative); ``tau`` by marginal likelihood if None."""
+    """Fit the model to ``observations`` with run noise ``sigma`` (relative).
+
+    ``prior_sd`` and ``tau``: chosen by the marginal likelihood of the runs when ``None``.
+    """
     features = tuple(sorted({f for o in observations for f in o.features}))
     groups = tuple(dict.fromkeys(o.group for o in observations))
     n, p, c = len(observations), len(features), len(groups)
@@ -110,28 +117,29 @@ def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: 
             x[i, features.index(f)] = 1.0
         z[i, groups.index(o.group)] = 1.0
     y = np.array([o.y for o in observations], dtype=float)
-    if tau is None:
-        tau = _best_tau(x, z, y, sigma, prior_sd) if n else 0.0
+    if tau is None or prior_sd is None:
+        prior_sd, tau = _most_likely(x, z, y, sigma, prior_sd, tau) if n else (prior_sd or PRIOR_SD, tau or 0.0)
     w = np.hstack([x, z])
     prior_prec = np.concatenate([np.full(p, 1.0 / prior_sd**2), np.full(c, 1.0 / max(tau, 1e-9) ** 2)])
     precision = w.T @ w / sigma**2 + np.diag(prior_prec)
     cov = np.linalg.inv(precision)
     mean = cov @ (w.T @ y) / sigma**2
-    return EffectsFit(features=features, groups=groups, mean=mean, cov=cov, sigma=sigma, tau=float(tau), runs=n)
+    return EffectsFit(features=features, groups=groups, mean=mean, cov=cov, sigma=sigma, tau=float(tau), runs=n,
+                      prior_sd=float(prior_sd))
 
 
-def _best_tau(x: np.ndarray, z: np.ndarray, y: np.ndarray, sigma: float, prior_sd: float) -> float:
-    """The tau of :data:`TAU_GRID` (times sigma) under which the runs are most likely."""
-    base = sigma**2 * np.eye(len(y)) + prior_sd**2 * (x @ x.T)
-    zz = z @ z.T
-    best, best_ll = 0.0, -math.inf
-    for k in TAU_GRID:
-        tau = k * sigma
-        v = base + tau**2 * zz
-        sign, logdet = np.linalg.slogdet(v)
-        if sign <= 0:
-            continue
-        ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
-        if ll > best_ll + 1e-9:
-            best, best_ll = tau, ll
+def _most_likely(x: np.ndarray, z: np.ndarray, y: np.ndarray, sigma: float, prior_sd: float | None,
+                 tau: float | None) -> tuple[float, float]:
+    """The ``(prior_sd, tau)`` of the grids under which the runs are most likely (a given one stays fixed)."""
+    xx, zz, eye = x @ x.T, z @ z.T, sigma**2 * np.eye(len(y))
+    best, best_ll = (prior_sd or PRIOR_SD, tau or 0.0), -math.inf
+    for s in (prior_sd,) if prior_sd is not None else PRIOR_SD_GRID:
+        for t in (tau,) if tau is not None else tuple(k * sigma for k in TAU_GRID):
+            v = eye + s**2 * xx + t**2 * zz
+            sign, logdet = np.linalg.slogdet(v)
+            if sign <= 0:
+                continue
+            ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
+            if ll > best_ll + 1e-9:
+                best, best_ll = (s, t), ll
     return best

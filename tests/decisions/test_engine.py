@@ -34,7 +34,7 @@ def test_the_study_ends_on_a_better_combination_than_the_first_winner(tmp_path, 
     chosen = flat(verdict.winner["settings"])
     first = LAND.true_gain({"xla_gpu_all_gather_combine_threshold_bytes": 2**30})
     assert LAND.true_gain(chosen) > first + 0.01, chosen
-    assert verdict.winner["kind"] == "probe" and verdict.winner["label"].startswith("combination:")
+    assert verdict.winner["kind"] == "probe" and len(chosen) >= 2  # a combination of the screen, or one of its variants
     # one-factor probes came before the sampler; refinement runs are marked as such
     assert any(r.attrs.get("design") == "probe" for r in records)
     assert any(r.attrs.get("phase") == "refine" for r in records)
