@@ -63,14 +63,50 @@ class EffectsModel:
 
     def best_values(self) -> dict[str, tuple[design.Scalar, float, float]]:
         """Each param's value with the largest pooled effect among the values some run set: name -> (value, effect,
-        se)."""
+        se).
+
+        A numeric param is chosen on its effects smoothed over neighbouring values (thresholds, microbatch counts
+        and channels respond smoothly): one lucky run at a far grid point no longer beats two good neighbours
+        (oomcliff: a 64 MiB reduce-scatter threshold measured once above the 256 MiB-1 GiB plateau). The effect
+        reported is the value's own.
+        """
         out: dict[str, tuple[design.Scalar, float, float]] = {}
+        params = {p.name: p for p in self.space.params}
         for name, values in self.values.items():
-            for value in values:
-                eff, se = self.effect(name, value)
-                if name not in out or eff > out[name][1]:
-                    out[name] = (value, eff, se)
+            scored = {v: self.effect(name, v) for v in values}
+            param = params.get(name)
+            rank = _smoothed(param, scored, self.deployed.get(name)) if param is not None else {}
+            best = max(values, key=lambda v: rank.get(v, scored[v][0]))
+            out[name] = (best, *scored[best])
         return out
+
+
+def _smoothed(param, scored: Mapping[design.Scalar, tuple[float, float]],
+              deployed: str | None) -> dict[design.Scalar, float]:
+    """Effects of a numeric param's values averaged with their neighbours' (kernel of one rank, weights 1/se^2).
+
+    The deployed value takes part with effect 0, known exactly: it anchors the curve. Empty for a categorical param.
+    """
+    numeric = [v for v in scored if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numeric) < 2 or len(numeric) != len(scored) or (param.choices is not None and param.type is None
+                                                            and not all(isinstance(c, (int, float)) for c in param.choices)):
+        return {}
+    points = {float(v): scored[v] for v in numeric}
+    try:
+        points.setdefault(float(deployed), (0.0, 0.001)) if deployed is not None else None
+    except ValueError:
+        pass
+    order = sorted(points)
+    out: dict[design.Scalar, float] = {}
+    for v in numeric:
+        i = order.index(float(v))
+        num = den = 0.0
+        for j, u in enumerate(order):
+            effect, se = points[u]
+            w = math.exp(-0.5 * (i - j) ** 2) / max(se, 1e-4) ** 2
+            num, den = num + w * effect, den + w
+        out[v] = num / den
+    return out
 
 
 def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None], *,
