@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from flagopt import stats
 from flagopt.decide import _design as design
-from flagopt.decide._arms import baseline_runs, to_run
+from flagopt.decide._arms import to_run
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space, render_value
 
@@ -111,27 +111,29 @@ def _smoothed(param, scored: Mapping[design.Scalar, tuple[float, float]],
 
 def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None], *,
                   sigma: float, direction: str = "maximize") -> EffectsModel | None:
-    """Fit the effects model to the study's successful runs; ``None`` before any run can be scored."""
-    baselines = baseline_runs(records, direction)
-    if not baselines:
+    """Fit the effects model to the study's successful runs, controls included; ``None`` before any control ran."""
+    if not any(r.is_baseline and r.ok for r in records):
         return None
     observations: list[stats.Observation] = []
     values: dict[str, list[design.Scalar]] = {}
     params = {p.name: p for p in space.params}
     for rec in records:
-        if not rec.ok or rec.is_baseline or rec.kind not in _MODELLED_KINDS or not rec.config_key:
+        if not rec.ok or not (rec.is_baseline or rec.kind in _MODELLED_KINDS and rec.config_key):
             continue
-        settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
-        gain = stats.gains([to_run(rec, direction)], baselines)[0]
-        if not math.isfinite(gain) or gain <= -1.0:
+        run = to_run(rec, direction)
+        if not run.value > 0:
             continue
-        feats = frozenset(feature(n, v) for n, v in settings.items()
-                          if n not in params or not design.same_value(params[n], v, deployed.get(n)))
-        for n, v in settings.items():
-            if n in params and feature(n, v) in feats and v not in values.setdefault(n, []):
-                values[n].append(v)
-        observations.append(stats.Observation(feats, rec.config_key, math.log1p(gain)))
-    if not observations:
+        feats: frozenset[str] = frozenset()
+        if not rec.is_baseline:
+            settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+            feats = frozenset(feature(n, v) for n, v in settings.items()
+                              if n not in params or not design.same_value(params[n], v, deployed.get(n)))
+            for n, v in settings.items():
+                if n in params and feature(n, v) in feats and v not in values.setdefault(n, []):
+                    values[n].append(v)
+        group = "" if rec.is_baseline or not feats else rec.config_key
+        observations.append(stats.Observation(feats, group, math.log(run.value), t=run.t, block=run.block))
+    if len(observations) < 2:
         return None
     fit = stats.fit_effects(observations, sigma=sigma)
     return EffectsModel(space, deployed, fit, {n: tuple(vs) for n, vs in values.items()})

@@ -1,23 +1,28 @@
-"""An effects model over every run: each setting's effect, each configuration's departure from additivity.
+"""An effects model over every run: the drift of each slot, each setting's effect, each configuration's departure.
 
-One-run-per-value screening estimates an effect from two runs (the probe and a baseline). Every later run that sets
-the same value (the combination, its drop-one variants, repeats, sampled points) carries information about it too.
-This model pools them: the log of each run's drift-corrected throughput ratio is
+One-run-per-value screening estimates an effect from two runs (the probe and a baseline), and the baseline level
+under it from the two nearest controls, whose own noise lands on every run between them. Every run carries
+information about the drift and about the effects of what it sets, so this model pools them. The log of each
+run's steady value is
 
-    y = sum of the effects of the settings it changes + delta(configuration) + run noise
+    y = drift(block, t) + sum of the effects of the settings it changes + delta(configuration) + run noise
 
-with a Gaussian prior ``N(0, prior_sd^2)`` on the effects, and ``delta ~ N(0, tau^2)`` per configuration: the
-interactions the data show (the communication that overlap flags hide is one pool: gains are sub-additive and change
-sign in company) without enumerating pairs. ``prior_sd`` and ``tau`` are chosen by the marginal likelihood of the runs
-(empirical Bayes): where nothing matters the effects shrink to zero, so a combination of each param's luckiest value
-is not predicted to win; runs that add up give ``tau`` near 0 and predictions lean on the effects; runs that do not
-give a large ``tau``, and then a configuration nobody measured is predicted with that much uncertainty, while a
-measured one leans on its own runs. It is a Bayesian linear regression (ridge with a random effect), solved in
-closed form with numpy.
+* ``drift``: one smooth curve per block (slot): piecewise linear in ``t`` with a knot every few runs and a random
+  walk between knots, so the level follows slow drift and a slot's offset without reading a run's noise as drift;
+* effects: Gaussian prior ``N(0, prior_sd^2)`` each;
+* ``delta ~ N(0, tau^2)`` per configuration: the interactions the data show (the communication that overlap flags
+  hide is one pool: gains are sub-additive and change sign in company) without enumerating pairs.
+
+``prior_sd``, ``tau`` and the random walk's step are chosen by the marginal likelihood of the runs (empirical
+Bayes): where nothing matters the effects shrink to zero, so a combination of each param's luckiest value is not
+predicted to win; runs that add up give ``tau`` near 0 and predictions lean on the effects; runs that do not give a
+large ``tau``, and then a configuration nobody measured is predicted with that much uncertainty while a measured
+one leans on its own runs. It is a Bayesian linear regression solved in closed form with numpy.
 
 Example:
-    >>> obs = [Observation(frozenset({"a=1"}), "A", 0.03), Observation(frozenset({"b=1"}), "B", 0.01),
-    ...        Observation(frozenset({"a=1", "b=1"}), "AB", 0.04)]
+    >>> obs = [Observation(frozenset(), "", 0.0, t=0), Observation(frozenset({"a=1"}), "A", 0.03, t=1),
+    ...        Observation(frozenset({"b=1"}), "B", 0.01, t=2), Observation(frozenset(), "", 0.0, t=3),
+    ...        Observation(frozenset({"a=1", "b=1"}), "AB", 0.04, t=4), Observation(frozenset(), "", 0.0, t=5)]
     >>> fit = fit_effects(obs, sigma=0.002)
     >>> round(fit.predict({"a=1", "b=1"}).gain, 2)
     0.04
@@ -37,20 +42,29 @@ PRIOR_SD = 0.05
 PRIOR_SD_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: Candidate values of tau, in units of the run noise sigma (0: the settings add up exactly).
 TAU_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
+#: Candidate random-walk steps of the drift between two knots, in units of sigma (0: a flat level per block).
+WALK_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
+#: Runs of a block per drift knot.
+RUNS_PER_KNOT = 6
+#: Prior standard deviation of a block's level (relative to the mean of the baselines): flat in practice.
+LEVEL_SD = 0.5
 
 
 @dataclass(frozen=True)
 class Observation:
-    """One run: the settings it changes against the deployed job, its configuration, ``log(1 + gain)``."""
+    """One run: the settings it changes against the deployed job (none for a baseline), its configuration (``""``
+    for the deployed job), ``log`` of its steady value (any constant offset), its time and block."""
 
     features: frozenset[str]
     group: str
     y: float
+    t: float = 0.0
+    block: str = ""
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """A configuration's predicted relative gain and its standard error (on the gain scale)."""
+    """A configuration's predicted relative gain over the deployed job and its standard error."""
 
     gain: float
     se: float
@@ -62,22 +76,24 @@ class Prediction:
 
 @dataclass(frozen=True)
 class EffectsFit:
-    """The posterior of the effects and of each measured configuration's departure from additivity."""
+    """The posterior of the effects, of each measured configuration's departure, and of the drift."""
 
     features: tuple[str, ...]
     groups: tuple[str, ...]
-    mean: np.ndarray
+    mean: np.ndarray  # [drift knots | effects | departures]
     cov: np.ndarray
+    offset: int  # index of the first effect in ``mean``
     sigma: float
     tau: float
+    prior_sd: float
+    walk: float
     runs: int
-    prior_sd: float = PRIOR_SD
 
     def effect(self, feature: str) -> tuple[float, float]:
-        """The effect of one setting on the gain scale, and its standard error; ``(0, prior)`` if never run."""
+        """The effect of one setting on the gain scale, and its standard error; ``(0, prior_sd)`` if never run."""
         if feature not in self.features:
             return 0.0, self.prior_sd
-        i = self.features.index(feature)
+        i = self.offset + self.features.index(feature)
         return float(math.expm1(self.mean[i])), float(math.sqrt(self.cov[i, i]))
 
     def predict(self, features: Iterable[str], group: str | None = None) -> Prediction:
@@ -86,12 +102,12 @@ class EffectsFit:
         extra = 0.0
         for f in set(features):
             if f in self.features:
-                w[self.features.index(f)] = 1.0
+                w[self.offset + self.features.index(f)] = 1.0
             else:
                 extra += self.prior_sd**2  # a setting no run has changed: the prior alone
         measured = group is not None and group in self.groups
         if measured:
-            w[len(self.features) + self.groups.index(group)] = 1.0
+            w[self.offset + len(self.features) + self.groups.index(group)] = 1.0
         else:
             extra += self.tau**2
         mu = float(w @ self.mean)
@@ -100,46 +116,99 @@ class EffectsFit:
         return Prediction(gain=gain, se=(1.0 + gain) * math.sqrt(max(var, 0.0)), measured=measured)
 
 
-def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: float | None = None,
-                tau: float | None = None) -> EffectsFit:
-    """Fit the model to ``observations`` with run noise ``sigma`` (relative).
+@dataclass(frozen=True)
+class _Design:
+    drift: np.ndarray  # n x knots: piecewise-linear interpolation weights
+    walk: np.ndarray  # knots x knots: the random walk's precision (per unit step variance)
+    x: np.ndarray  # n x features
+    z: np.ndarray  # n x groups
+    y: np.ndarray
 
-    ``prior_sd`` and ``tau``: chosen by the marginal likelihood of the runs when ``None``.
-    """
-    features = tuple(sorted({f for o in observations for f in o.features}))
-    groups = tuple(dict.fromkeys(o.group for o in observations))
-    n, p, c = len(observations), len(features), len(groups)
-    sigma = max(float(sigma), 1e-6)
-    x = np.zeros((n, p))
-    z = np.zeros((n, c))
+
+def _design(observations: Sequence[Observation], features: tuple[str, ...], groups: tuple[str, ...]) -> _Design:
+    n = len(observations)
+    blocks = tuple(dict.fromkeys(o.block for o in observations))
+    knots: list[tuple[str, float]] = []
+    for block in blocks:
+        times = sorted({float(o.t) for o in observations if o.block == block})
+        count = max(2, math.ceil(len(times) / RUNS_PER_KNOT) + 1) if len(times) > 1 else 1
+        positions = np.linspace(times[0], times[-1], count) if count > 1 else np.array(times[:1])
+        knots.extend((block, float(p)) for p in positions)
+    drift = np.zeros((n, len(knots)))
+    for i, o in enumerate(observations):
+        mine = [(j, p) for j, (b, p) in enumerate(knots) if b == o.block]
+        if len(mine) == 1:
+            drift[i, mine[0][0]] = 1.0
+            continue
+        pos = [p for _, p in mine]
+        k = int(np.clip(np.searchsorted(pos, o.t), 1, len(pos) - 1))
+        (ja, a), (jb, b) = mine[k - 1], mine[k]
+        share = min(max((o.t - a) / (b - a), 0.0), 1.0) if b > a else 0.0
+        drift[i, ja], drift[i, jb] = 1.0 - share, share
+    walk = np.zeros((len(knots), len(knots)))
+    for j in range(1, len(knots)):
+        if knots[j][0] == knots[j - 1][0]:  # consecutive knots of one block: their difference is one step
+            walk[np.ix_([j - 1, j], [j - 1, j])] += np.array([[1.0, -1.0], [-1.0, 1.0]])
+    x = np.zeros((n, len(features)))
+    z = np.zeros((n, len(groups)))
     for i, o in enumerate(observations):
         for f in o.features:
             x[i, features.index(f)] = 1.0
-        z[i, groups.index(o.group)] = 1.0
-    y = np.array([o.y for o in observations], dtype=float)
-    if tau is None or prior_sd is None:
-        prior_sd, tau = _most_likely(x, z, y, sigma, prior_sd, tau) if n else (prior_sd or PRIOR_SD, tau or 0.0)
-    w = np.hstack([x, z])
-    prior_prec = np.concatenate([np.full(p, 1.0 / prior_sd**2), np.full(c, 1.0 / max(tau, 1e-9) ** 2)])
-    precision = w.T @ w / sigma**2 + np.diag(prior_prec)
-    cov = np.linalg.inv(precision)
-    mean = cov @ (w.T @ y) / sigma**2
-    return EffectsFit(features=features, groups=groups, mean=mean, cov=cov, sigma=sigma, tau=float(tau), runs=n,
-                      prior_sd=float(prior_sd))
+        if o.group:
+            z[i, groups.index(o.group)] = 1.0
+    return _Design(drift, walk, x, z, np.array([o.y for o in observations], dtype=float))
 
 
-def _most_likely(x: np.ndarray, z: np.ndarray, y: np.ndarray, sigma: float, prior_sd: float | None,
-                 tau: float | None) -> tuple[float, float]:
-    """The ``(prior_sd, tau)`` of the grids under which the runs are most likely (a given one stays fixed)."""
-    xx, zz, eye = x @ x.T, z @ z.T, sigma**2 * np.eye(len(y))
-    best, best_ll = (prior_sd or PRIOR_SD, tau or 0.0), -math.inf
-    for s in (prior_sd,) if prior_sd is not None else PRIOR_SD_GRID:
-        for t in (tau,) if tau is not None else tuple(k * sigma for k in TAU_GRID):
-            v = eye + s**2 * xx + t**2 * zz
-            sign, logdet = np.linalg.slogdet(v)
-            if sign <= 0:
-                continue
-            ll = -0.5 * (logdet + float(y @ np.linalg.solve(v, y)))
-            if ll > best_ll + 1e-9:
-                best, best_ll = (s, t), ll
-    return best
+def _prior_precision(d: _Design, prior_sd: float, tau: float, walk: float) -> np.ndarray:
+    k, p, c = d.drift.shape[1], d.x.shape[1], d.z.shape[1]
+    prec = np.zeros((k + p + c, k + p + c))
+    prec[:k, :k] = d.walk / max(walk, 1e-9) ** 2 + np.eye(k) / LEVEL_SD**2
+    prec[k:k + p, k:k + p] = np.eye(p) / prior_sd**2
+    prec[k + p:, k + p:] = np.eye(c) / max(tau, 1e-9) ** 2
+    return prec
+
+
+def _log_evidence(d: _Design, sigma: float, prior_sd: float, tau: float, walk: float) -> float:
+    """log p(y | hyperparameters) of the Gaussian linear model, up to a constant."""
+    w = np.hstack([d.drift, d.x, d.z])
+    prior = _prior_precision(d, prior_sd, tau, walk)
+    post = prior + w.T @ w / sigma**2
+    sign_post, logdet_post = np.linalg.slogdet(post)
+    sign_prior, logdet_prior = np.linalg.slogdet(prior)
+    if sign_post <= 0 or sign_prior <= 0:
+        return -math.inf
+    b = w.T @ d.y / sigma**2
+    quad = float(d.y @ d.y) / sigma**2 - float(b @ np.linalg.solve(post, b))
+    return -0.5 * (quad + logdet_post - logdet_prior + len(d.y) * math.log(sigma**2))
+
+
+def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: float | None = None,
+                tau: float | None = None, walk: float | None = None) -> EffectsFit:
+    """Fit the model to ``observations`` with run noise ``sigma`` (relative).
+
+    ``prior_sd``, ``tau`` and ``walk`` (the drift's step between knots): chosen by the marginal likelihood of the
+    runs when ``None`` (coordinate ascent over their grids).
+    """
+    features = tuple(sorted({f for o in observations for f in o.features}))
+    groups = tuple(dict.fromkeys(o.group for o in observations if o.group))
+    sigma = max(float(sigma), 1e-6)
+    center = float(np.mean([o.y for o in observations])) if observations else 0.0
+    centred = [Observation(o.features, o.group, o.y - center, o.t, o.block) for o in observations]
+    d = _design(centred, features, groups)
+    chosen = {"prior_sd": prior_sd, "tau": tau, "walk": walk}
+    grids = {"prior_sd": PRIOR_SD_GRID, "tau": tuple(k * sigma for k in TAU_GRID),
+             "walk": tuple(k * sigma for k in WALK_GRID)}
+    free = [k for k, v in chosen.items() if v is None]
+    current = {"prior_sd": prior_sd or 0.02, "tau": tau if tau is not None else sigma,
+               "walk": walk if walk is not None else 0.5 * sigma}
+    for _ in range(2 if free else 0):
+        for name in free:
+            scores = {v: _log_evidence(d, sigma, **{**current, name: v}) for v in grids[name]}
+            current[name] = max(scores, key=lambda v: scores[v])
+    w = np.hstack([d.drift, d.x, d.z])
+    post = _prior_precision(d, current["prior_sd"], current["tau"], current["walk"]) + w.T @ w / sigma**2
+    cov = np.linalg.inv(post)
+    mean = cov @ (w.T @ d.y) / sigma**2
+    return EffectsFit(features=features, groups=groups, mean=mean, cov=cov, offset=d.drift.shape[1], sigma=sigma,
+                      tau=float(current["tau"]), prior_sd=float(current["prior_sd"]), walk=float(current["walk"]),
+                      runs=len(observations))
