@@ -18,6 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import to_run
@@ -93,7 +95,10 @@ def _smoothed(param, scored: Mapping[design.Scalar, tuple[float, float]],
         return {}
     points = {float(v): scored[v] for v in numeric}
     try:
-        points.setdefault(float(deployed), (0.0, 0.001)) if deployed is not None else None
+        # the deployed value's effect is 0 by definition; it weighs like a typical measured value (an exact anchor
+        # would flatten its neighbours to 0 and favour the values farthest from it)
+        typical = float(np.median([se for _, se in scored.values()]))
+        points.setdefault(float(deployed), (0.0, typical)) if deployed is not None else None
     except ValueError:
         pass
     order = sorted(points)
