@@ -143,7 +143,10 @@ class Race:
                 # (ppmb: the microbatch count alone won while the combination with four more gains, measured once
                 # 0.4 pp below it, was never run again), and where nothing matters the effects shrink to zero, so a
                 # lucky single run on the null landscape is not re-run for nothing.
-                if self.predicted(arm) >= min(target) - self._sigma:
+                gain = self.predicted(arm)
+                if len(settings_set(arm)) >= 2:
+                    gain = max(gain, est.gain)  # a combination: its own run counts as much as its parts' effects
+                if gain >= min(target) - self._sigma:
                     out.append(arm)
                 continue
             if stats.next_to_sample({arm.config_key: est}, target=target, min_runs=noise.min_runs,
