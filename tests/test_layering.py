@@ -22,7 +22,7 @@ LAYERS: dict[str, int] = {
     "flags": 3,
     "executors": 4, "logs": 4, "failures": 4, "stats": 4, "evidence": 4, "workloads": 4,
     "study": 5,
-    "export": 6,
+    "export": 6, "ab": 6,
     "report": 7,
     "dashboard": 8,
     "cli": 9,
