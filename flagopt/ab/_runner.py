@@ -134,7 +134,7 @@ class AbRunner:
         slots = [s or "" for s in self.executor.slots]
         while not self.stop_reason:
             for slot in slots:
-                if slot not in self.active:
+                if slot not in self.active and not self.stop_reason:
                     nxt = self._next(slot)
                     if nxt is not None:
                         self._submit(slot, *nxt)
@@ -161,7 +161,8 @@ class AbRunner:
     def _submit(self, slot: str, rnd: int, arm: int) -> None:
         attempt = len(self._entries(rnd, arm))
         name = self.record.arms[arm]["name"]
-        trial_dir = self.record.dir / "runs" / f"r{rnd + 1:02d}-{name}-{attempt}"
+        before = sum(1 for r in self.record.runs if r["round"] == rnd and r["arm"] == arm)  # cancelled ones too
+        trial_dir = self.record.dir / "runs" / f"r{rnd + 1:02d}-{name}-{before}"
         trial_dir.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"round": rnd, "arm": arm, "attempt": attempt, "slot": slot, "status": RUNNING,
                                  "trial_dir": str(trial_dir), "submitted_at": time.time()}
@@ -171,6 +172,9 @@ class AbRunner:
         self.record.runs.append(entry)
         self.record.save()
         self.active[slot] = Active(entry, job)
+        where = f" on {slot}" if slot else ""
+        self.say(f"round {rnd + 1}/{self.pairs} {name} ({self.record.arms[arm]['label']}): started{where} "
+                 f"[job {job.job_id}]" + (f", attempt {attempt + 1}" if attempt else ""))
 
     def _reattach(self) -> None:
         """Jobs an earlier driver left running: follow them again, or run them anew when they are gone."""

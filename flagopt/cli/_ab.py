@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     out = console()
 
     def say(text: str) -> None:
-        out.print(text, markup=False, highlight=False)
+        out.print(text, markup=False, highlight=False, soft_wrap=True)  # a path is never broken
 
     data = study_data(args.storage, args.study) if args.study else None
     space = apply_overrides(_space(args, data), args)
