@@ -118,6 +118,9 @@ class AbRunner:
             self._loop()
         except AbStopped as exc:
             self.stop_reason = str(exc)
+        except BaseException as exc:  # sbatch refused, storage full...: the record says so, the CLI prints the error
+            self.stop_reason = self.stop_reason or f"{type(exc).__name__}: {exc}"
+            raise
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
