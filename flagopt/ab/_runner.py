@@ -98,6 +98,8 @@ class AbRunner:
     def _next(self, slot: str) -> tuple[int, int] | None:
         """The next (round, arm) for ``slot``: its own unfinished round first, else the first round nobody started."""
         dropped = self.dropped()
+        if len(dropped) == self.k - 1:
+            return None  # every patch fails here: the deployed job alone measures nothing
         busy = {(a.entry["round"]) for a in self.active.values()}
         for own in (True, False):
             for rnd in range(self.pairs):

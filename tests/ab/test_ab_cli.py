@@ -93,6 +93,15 @@ def test_an_oom_in_a_patch_is_a_finding_and_a_flake_is_run_once_more(tmp_path: P
     assert "a finding: this patch fails here" in out and "a flake, run once more" in out
 
 
+def test_when_every_patch_fails_the_deployed_job_is_not_run_alone(tmp_path: Path) -> None:
+    space = faulty_space(tmp_path, "step_s=0.01")
+    oom = patch(tmp_path, "oom.env.sh", "FLAGOPT_WORKLOAD_ARGS=(scenario=oom)")
+    assert ab(tmp_path, "--space", str(space), "--patch", str(oom), "--pairs", "3") == 0
+    doc = only_record(tmp_path, "abfaulty")
+    assert [(r["round"], r["arm"], r["status"]) for r in doc["runs"]] == [(0, 0, "ok"), (0, 1, "infeasible")]
+    assert doc["summary"]["arms"][1]["verdict"] == "fails (oom)"
+
+
 def test_a_deployed_job_that_fails_stops_the_ab_with_its_reason(tmp_path: Path, capsys) -> None:
     space = faulty_space(tmp_path, "step_s=0.01", "scenario=crash")
     assert ab(tmp_path, "--space", str(space), "--patch", str(patch(tmp_path, "p.env.sh", ":")), "--pairs", "2") == 1
