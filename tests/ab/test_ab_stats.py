@@ -77,3 +77,17 @@ def test_summary_reports_a_failing_patch_as_a_finding_and_the_best_patch() -> No
     assert c["values"] == [110.0, 111.0] and c["verdict"] == "better"
     assert c["agreement"]["agrees"] is True
     assert s["best"]["arm"] == "C"
+
+
+@pytest.mark.parametrize("k, rounds", [(2, 4), (4, 4), (3, 6)])
+def test_a_linear_drift_cancels_over_full_latin_squares(k: int, rounds: int) -> None:
+    """Null patches on a machine that slows 1 % a run: the Latin-square order leaves no patch ahead or behind."""
+    values: list[list[float | None]] = [[None] * rounds for _ in range(k)]
+    t = 0
+    for rnd in range(rounds):
+        for arm in round_order(rnd, k):
+            values[arm][rnd] = 100.0 * (1 - 0.01 * t)
+            t += 1
+    for arm in range(1, k):
+        est = paired(values[arm], values[0], "maximize")
+        assert abs(est.gain) < 0.002 and est.lo <= 0 <= est.hi, (arm, est)
