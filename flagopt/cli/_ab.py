@@ -80,6 +80,14 @@ def _claim(data: StudyData, trial: int | None) -> tuple[str, dict[str, Any]]:
                                "ci": p["ci"], "runs": p["runs"], "confirmed": p["confirmed"]}
 
 
+def _study_or_none(storage: str | None, name: str) -> StudyData | None:
+    from flagopt.errors import StudyError
+    try:
+        return study_data(storage, name)
+    except StudyError:
+        return None
+
+
 def _arms(args: argparse.Namespace, data: StudyData | None) -> list[dict[str, Any]]:
     """The patch arms as given: ``source`` (a file, or the text of an export) and the study's claim, if any."""
     if args.trial and data is None:
@@ -95,8 +103,14 @@ def _arms(args: argparse.Namespace, data: StudyData | None) -> list[dict[str, An
             raise FlagoptError(given, None, f"cannot read the patch: {exc}") from None
         claim = None
         named = _EXPORT_HEADER.search(text)
-        if data is not None and named and named.group(1) == data.name:
-            claim = _claim(data, int(named.group(2)))[1]
+        source = data if data is not None and named and named.group(1) == data.name else None
+        if source is None and data is None and named:
+            source = _study_or_none(args.storage, named.group(1))  # an export of a study in this storage
+        if source is not None and named:
+            try:
+                claim = _claim(source, int(named.group(2)))[1]
+            except FlagoptError:
+                claim = None  # the trial is gone from the study: a patch like any other
         arms.append({"label": path.name, "source": str(path.resolve()), "file": path, "claim": claim,
                      "key": sha256_of(path)})
     trials: list[int | None] = list(args.trial) or ([None] if data is not None and not args.patch else [])

@@ -205,6 +205,10 @@ def test_a_study_export_is_checked_against_its_claim_and_the_report_shows_it(tmp
     assert ab(tmp_path, "sim-ab", "--patch", str(exported), "--pairs", "2") == 0
     records = sorted((tmp_path / "sim-ab" / "ab").glob("*.json"))
     assert len(records) == 2 and json.loads(records[1].read_text())["arms"][1]["claim"] == claim
+    # ... also without naming the study: the header names it, and it is in the storage
+    assert ab(tmp_path, "--space", str(space), "--patch", str(exported), "--pairs", "2", "--new") == 0
+    records = sorted((tmp_path / "sim-ab" / "ab").glob("*.json"))
+    assert len(records) == 3 and json.loads(records[2].read_text())["arms"][1]["claim"] == claim
     assert main(["report", "sim-ab", "--storage", storage(tmp_path), "-o", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "sim-ab-tuning.md").read_text()
     assert "## Independent A/B (`flagopt ab`)" in md and doc["id"] in md
