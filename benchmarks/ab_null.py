@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make ``flagopt`` importable from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from flagopt.cli import main  # noqa: E402
+from flagopt.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 19 / 20

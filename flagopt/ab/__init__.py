@@ -13,8 +13,28 @@ Example:
 from __future__ import annotations
 
 from flagopt.ab._design import round_order, williams_rows
-from flagopt.ab._estimate import BETTER, FAILS, SAME, TOO_FEW, WORSE, Estimate, agreement, paired, pct
-from flagopt.ab._record import DONE, RUNNING, SCHEMA, STOPPED, AbRecord, find_resumable, load_records, record_key, sha256_of
+from flagopt.ab._estimate import (
+    BETTER,
+    FAILS,
+    SAME,
+    TOO_FEW,
+    WORSE,
+    Estimate,
+    agreement,
+    paired,
+    pct,
+)
+from flagopt.ab._record import (
+    DONE,
+    RUNNING,
+    SCHEMA,
+    STOPPED,
+    AbRecord,
+    find_resumable,
+    load_records,
+    record_key,
+    sha256_of,
+)
 from flagopt.ab._runner import SOURCE_THEN_EXEC, AbRunner, AbStopped, patch_copy
 from flagopt.ab._summary import summarize, values_by_round
 from flagopt.ab._text import arm_lines, round_table

@@ -39,7 +39,7 @@ class AbRecord:
     def create(cls, folder: Path, **fields: Any) -> AbRecord:
         """A new record in ``folder`` (``<study folder>/ab``), named by the UTC time it starts."""
         folder.mkdir(parents=True, exist_ok=True)
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         name, n = stamp, 1
         while (folder / f"{name}.json").exists() or (folder / name).exists():
             n += 1

@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from flagopt import __version__
-from flagopt.ab import DONE, AbRecord, AbRunner, arm_lines, find_resumable, patch_copy, record_key, round_table, sha256_of
+from flagopt.ab import (
+    DONE,
+    AbRecord,
+    AbRunner,
+    arm_lines,
+    find_resumable,
+    patch_copy,
+    record_key,
+    round_table,
+    sha256_of,
+)
 from flagopt.cli._common import add_storage, console
 from flagopt.cli._run import apply_overrides, make_executor
 from flagopt.errors import EXIT_FAILURE, FlagoptError

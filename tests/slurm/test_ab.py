@@ -46,7 +46,7 @@ def record(tmp_path: Path) -> dict:
 
 
 def squeue_state(job_id: str) -> str:
-    return subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def test_a_killed_driver_is_resumed_by_the_same_command_on_the_pinned_node(slurm_cluster: set[str],
