@@ -8,7 +8,9 @@ runs are recorded in ``<study folder>/ab/<id>.json``; running the same command a
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,7 @@ from flagopt.ab import (
 )
 from flagopt.cli._common import add_storage, console
 from flagopt.cli._run import apply_overrides, make_executor
-from flagopt.errors import EXIT_FAILURE, FlagoptError
+from flagopt.errors import EXIT_FAILURE, FlagoptError, StudyError
 from flagopt.space import Space, load_space
 from flagopt.study import StudyData, study_data, study_folder
 
@@ -136,6 +138,25 @@ def _arms(args: argparse.Namespace, data: StudyData | None) -> list[dict[str, An
     return arms
 
 
+def _driver() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _refuse_live_driver(record: AbRecord) -> None:
+    """Two drivers on one record would run every pair twice: refuse while the one that holds it is alive here."""
+    driver = record.doc.get("driver") or {}
+    if record.doc.get("state") != "running" or driver.get("host") != socket.gethostname():
+        return
+    try:
+        os.kill(int(driver["pid"]), 0)
+    except (ProcessLookupError, KeyError, ValueError, TypeError):
+        return
+    except PermissionError:
+        pass
+    raise StudyError(str(record.path), "driver", f"this A/B is being run by pid {driver['pid']} on this host: wait "
+                                                 "for it, stop it (Ctrl-C), or start another with --new")
+
+
 def _record(args: argparse.Namespace, space: Space, data: StudyData | None, say) -> AbRecord:
     arms = _arms(args, data)
     name = data.name if data is not None else space.name
@@ -147,16 +168,17 @@ def _record(args: argparse.Namespace, space: Space, data: StudyData | None, say)
     key = record_key(space.name, where, [a["key"] for a in arms])
     record = None if args.new else find_resumable(folder, key)
     if record is not None:
+        _refuse_live_driver(record)
         done = sum(1 for r in record.runs if r["status"] == "ok")
         say(f"resuming A/B {record.doc['id']} ({done} runs measured; --new starts afresh)")
-        record.doc.update(pairs=args.pairs, state="running")
+        record.doc.update(pairs=args.pairs, state="running", driver=_driver())
         return record
     record = AbRecord.create(
         folder, key=key, study=data.name if data is not None else None, flagopt=__version__,
         space={"name": space.name, "path": str(space.source), "model_tag": space.model_tag,
                "parallelism": space.parallelism},
         metric={"field": space.metric.field, "window": list(space.metric.window), "direction": space.metric.direction},
-        executor=where, pairs=args.pairs, arms=[{"name": "A", "label": "deployed", "patch": None}])
+        executor=where, pairs=args.pairs, driver=_driver(), arms=[{"name": "A", "label": "deployed", "patch": None}])
     for i, arm in enumerate(arms, start=1):
         patches = record.dir / "patches"
         if "file" in arm:

@@ -144,12 +144,15 @@ def _statuses(tmp_path: Path, study: str) -> list[str]:
     return [r["status"] for r in json.loads(files[0].read_text())["runs"]] if files else []
 
 
-def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_the_pairs(tmp_path: Path) -> None:
+def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_the_pairs(tmp_path: Path, capsys) -> None:
     space = faulty_space(tmp_path, "step_s=0.2")  # about 3 s a run: room to interrupt the second
     p = patch(tmp_path, "p.env.sh", "FLAGOPT_WORKLOAD_ARGS=(tokens_per_s=51000)")
     args = ("--space", str(space), "--patch", str(p), "--pairs", "2")
     driver = _driver(tmp_path, *args)
     _wait_for(lambda: _statuses(tmp_path, "abfaulty") == ["ok", "running"], 90, "the second run under way")
+    # a second driver of the same A/B while the first is alive would run every pair twice: refused
+    assert ab(tmp_path, *args) == 1
+    assert f"being run by pid {driver.pid}" in capsys.readouterr().err
     driver.send_signal(signal.SIGINT)
     out, _ = driver.communicate(timeout=60)
     assert driver.returncode == 1, out
