@@ -35,6 +35,7 @@ BY_DRIVER = "driver"
 class Active:
     entry: dict[str, Any]
     job: TrialJob
+    reattached: bool = False
 
 
 class AbStopped(Exception):
@@ -191,7 +192,7 @@ class AbRunner:
                 entry.update(status="cancelled", cancelled_by=BY_DRIVER, failure_reason="its job could not be found "
                              "again after the driver stopped; it runs again")
                 continue
-            self.active[entry.get("slot", "")] = Active(entry, job)
+            self.active[entry.get("slot", "")] = Active(entry, job, reattached=True)
             self.say(f"following job {job.job_id} again (round {entry['round'] + 1}, "
                      f"{self.record.arms[entry['arm']]['name']})")
         self.record.save()
@@ -206,6 +207,14 @@ class AbRunner:
     # -- one finished run ---------------------------------------------------------------------------------------
     def _finish(self, act: Active, result: JobResult) -> None:
         entry = act.entry
+        if result.state == "LOST" or (act.reattached and not result.outcomes and result.state != "FINISHED"):
+            # its controller died with the earlier driver (a local job killed with it): nothing about the patch
+            entry.update(status="cancelled", cancelled_by=BY_DRIVER, job_state=result.state,
+                         failure_reason=f"lost with the earlier driver ({result.error or result.state}); it runs again")
+            self.record.save()
+            self.say(f"round {entry['round'] + 1}/{self.pairs} {self.record.arms[entry['arm']]['name']}: job "
+                     f"{entry.get('job_id')} was lost with the earlier driver; it runs again")
+            return
         reference = next((r.get("final_loss") for r in self.record.runs if r["arm"] == 0 and r["status"] == "ok"
                           and isinstance(r.get("final_loss"), float)), None)
         got = collect(self.space, result, baselines=(), reference_loss=reference if entry["arm"] else None,

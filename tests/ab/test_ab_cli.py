@@ -216,3 +216,24 @@ def test_a_study_export_is_checked_against_its_claim_and_the_report_shows_it(tmp
     md = (tmp_path / "rep" / "sim-ab-tuning.md").read_text()
     assert "## Independent A/B (`flagopt ab`)" in md and doc["id"] in md
     assert "Independent A/B of the export" in md  # the TL;DR line beside the claim
+
+
+def test_a_local_driver_killed_with_its_job_is_resumed_and_the_lost_run_is_no_finding(tmp_path: Path) -> None:
+    space = faulty_space(tmp_path, "step_s=0.2")
+    p = patch(tmp_path, "p.env.sh", ": # nothing")
+    args = ("--space", str(space), "--patch", str(p), "--pairs", "2")
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "FLAGOPT_STORAGE")}
+    env["PYTHONPATH"] = str(ROOT)
+    driver = subprocess.Popen([sys.executable, "-m", "flagopt", "ab", "--storage", storage(tmp_path), *args],
+                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    _wait_for(lambda: _statuses(tmp_path, "abfaulty") == ["ok", "running"], 90, "the second run under way")
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver and its local job's controller, as a lost machine would
+    driver.wait(timeout=30)
+    assert ab(tmp_path, *args) == 0
+    doc = only_record(tmp_path, "abfaulty")
+    lost = doc["runs"][1]
+    assert lost["status"] == "cancelled" and lost["cancelled_by"] == "driver" and "lost with the earlier driver" in \
+        lost["failure_reason"]
+    assert doc["state"] == "done" and [r["status"] for r in doc["runs"]].count("ok") == 4
+    assert doc["summary"]["arms"][1]["verdict"] == "no difference"
