@@ -23,7 +23,7 @@ LAYERS: dict[str, int] = {
     "executors": 4, "logs": 4, "failures": 4, "stats": 4, "evidence": 4, "workloads": 4,
     "decide": 5,
     "study": 6,
-    "export": 7,
+    "export": 7, "ab": 7,
     "report": 8,
     "dashboard": 9,
     "cli": 10,

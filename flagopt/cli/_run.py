@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from pathlib import Path
 
 from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE, FlagoptError
@@ -49,8 +50,9 @@ def positive_int(text: str) -> int:
     return value
 
 
-def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]:
-    folder = study_folder(storage, space.name) / "jobs"
+def make_executor(space: Space, storage: str | None, folder: Path | None = None) -> tuple[BaseExecutor, int]:
+    """The space's executor, its job files in ``folder`` (default: the study folder's ``jobs``); and its jobs per slot."""
+    folder = folder or study_folder(storage, space.name) / "jobs"
     if space.executor.kind == "slurm":
         from flagopt.executors import SlurmExecutor, SlurmSettings
         settings = SlurmSettings.of(space.executor.slurm)

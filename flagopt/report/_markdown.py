@@ -104,6 +104,12 @@ def render_markdown(rep: ReportData) -> str:
     else:
         out.append(rep.export_note)
 
+    if rep.ab:
+        out += ["", "## Independent A/B (`flagopt ab`)", "",
+                "The deployed job (A) and each patch, interleaved in rounds (A B / B A, or a Latin square over "
+                "several patches) so drift cancels; the gain is over the per-round ratios, with a 95 % t-interval. "
+                "It agrees with the study's claim when either contains the other's gain.", "", *rep.ab]
+
     out += ["", "## Appendix: every trial", "", "| trial | kind | label | job id | status | Δ% | log |",
             "|---|---|---|---|---|---|---|"]
     for a in rep.appendix:

@@ -78,6 +78,7 @@ class ReportData:
     export_note: str = ""
     winner_trial: int | None = None
     bubble: tuple[Any, ...] = ()  # (stages, arg, rows) for pipeline studies
+    ab: tuple[str, ...] = ()  # `flagopt ab` records of this study (markdown list lines)
 
 
 def _when(ts: float | None) -> str:
@@ -310,23 +311,28 @@ def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, .
 def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportData:
     """Compute every section of the report from ``data`` (reads other studies of the storage for sign flips)."""
     from flagopt.export import build_export, render_env_sh
+    from flagopt.report._ab import ab_lines
     from flagopt.report._bubble import bubble_of
     header, command = header_of(data)
     top, bottom = rows_of(data)
     others = other_cells(data)
     where = f" --storage {shlex.quote(storage_hint)}" if storage_hint else ""
+    exported = None
     try:
-        export_text = render_env_sh(build_export(data))
+        export = build_export(data)
+        exported = (export.provenance["trial"], export.provenance["label"])
+        export_text = render_env_sh(export)
         note = f"Written by `python -m flagopt export {shlex.quote(data.name)}{where} -o patch.env.sh`."
     except FlagoptError as exc:
         export_text, note = "", f"Nothing to deploy: {exc.reason}"
+    ab, ab_tldr = ab_lines(data, exported)
     return ReportData(
         study=data.name, model_tag=data.model_tag, parallelism=data.parallelism, metric=data.metric_field,
-        header=header, command=command, tldr=tldr_of(data), inventory=inventory_of(data),
+        header=header, command=command, tldr=tldr_of(data) + ((ab_tldr,) if ab_tldr else ()), inventory=inventory_of(data),
         env_effect=env_effect_of(data), top=top, bottom=bottom, negative=negative_of(data),
         failures=failures_of(data.records), appendix=appendix_of(data.all_records),
         sign_flips=sign_flips_of(data, others), other_cells=tuple(f"{o.parallelism} ({o.name})" for o in others),
         export_text=export_text, export_note=note,
-        winner_trial=int(data.winner["trial"]) if data.winner else None, bubble=bubble_of(data))
+        winner_trial=int(data.winner["trial"]) if data.winner else None, bubble=bubble_of(data), ab=ab)
 
 

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 from flagopt.decide import Arm, Plan, Planner, Verdict, arms_of
+from flagopt.study._collect import Collected, collect
 from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
 from flagopt.study._leaderboard import compact_settings, gain_text, leaderboard, param_names, settings_text, short_flag_names
@@ -22,9 +23,9 @@ from flagopt.study._storage import (DEFAULT_STORAGE, artifacts_root, load_study,
                                     shown_url, storage_url, study_folder)
 
 __all__ = [
-    "DEFAULT_STORAGE", "Arm", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
+    "DEFAULT_STORAGE", "Arm", "Collected", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
     "SlotSummary", "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history",
-    "artifacts_root",
+    "artifacts_root", "collect",
     "compact_settings", "history", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
     "gain_text", "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "shown_url",
     "slot_line", "storage_url", "study_data",

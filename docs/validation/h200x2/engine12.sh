@@ -16,8 +16,9 @@ case $phase in
     bash $here/run_study.sh $here/fsdp.yaml "$seconds"
     . $here/setup_device.sh
     python3 -m flagopt export h200x2-fsdp --storage sqlite:///studies/flagopt.db -o "$OUT/h200x2-fsdp.env.sh" \
-      && python3 $here/ab.py --space $here/fsdp.yaml --patch "$OUT/h200x2-fsdp.env.sh" --pairs 5 \
-           --out "$OUT/ab-fsdp.json" 2>&1 | tee "$OUT/ab-fsdp.log" ;;  # run_study.sh already wrote studies.tgz
+      && python3 -m flagopt ab h200x2-fsdp --storage sqlite:///studies/flagopt.db --space $here/fsdp.yaml \
+           --patch "$OUT/h200x2-fsdp.env.sh" --pairs 5 2>&1 | tee "$OUT/ab-fsdp.log"
+    cp studies/h200x2-fsdp/ab/*.json "$OUT/" ;;  # the A/B records; run_study.sh already wrote studies.tgz
   pp) bash $here/run_study.sh $here/pp.yaml "$seconds" ;;
   *) echo "engine12.sh: phase is fsdp, fsdp-ab or pp" >&2; exit 2 ;;
 esac

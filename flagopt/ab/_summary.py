@@ -1,0 +1,76 @@
+"""What an A/B record says: per-round values, each patch against the deployed job, the agreement with the study's
+claim, and which patch is best (pure: reads the record's document, writes nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flagopt.ab._estimate import BETTER, FAILS, Estimate, agreement, paired, pct
+
+#: Run statuses that say something about the arm (an OOM in a patch is a finding); flakes and cancels do not.
+FINDING_STATUSES = ("failed", "infeasible", "invalid")
+
+
+def values_by_round(doc: dict[str, Any]) -> list[list[float | None]]:
+    """``values[arm][round]``: the steady value of the arm's successful run in that round, else ``None``."""
+    arms, rounds = len(doc["arms"]), int(doc["pairs"])
+    out: list[list[float | None]] = [[None] * rounds for _ in range(arms)]
+    for run in doc["runs"]:
+        if run.get("status") == "ok" and run.get("steady") is not None and run["round"] < rounds:
+            out[run["arm"]][run["round"]] = float(run["steady"])
+    return out
+
+
+def findings(doc: dict[str, Any], arm: int) -> list[dict[str, Any]]:
+    """The runs of ``arm`` that failed for a reason of its own (after any retry)."""
+    return [r for r in doc["runs"] if r["arm"] == arm and r.get("status") in FINDING_STATUSES]
+
+
+def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+    """The summary stored in the record (``summary``) and printed by ``flagopt ab``; see docs/report.md."""
+    direction = doc.get("metric", {}).get("direction", "maximize")
+    values = values_by_round(doc)
+    deployed = values[0]
+    arms_out: list[dict[str, Any]] = []
+    estimates: dict[int, Estimate] = {}
+    for i, arm in enumerate(doc["arms"]):
+        entry: dict[str, Any] = {"name": arm["name"], "label": arm["label"], "values": values[i]}
+        if i == 0:
+            arms_out.append(entry)
+            continue
+        est = paired(values[i], deployed, direction)
+        estimates[i] = est
+        failed = findings(doc, i)
+        verdict = f"{FAILS} ({failed[0].get('failure_class') or failed[0]['status']})" if failed else est.verdict
+        claim = arm.get("claim") or {}
+        agree = agreement(est, claim.get("gain"), claim.get("ci"))
+        entry.update(vs_deployed=est.to_json(), verdict=verdict,
+                     failures=[{"round": r["round"], "status": r["status"], "failure_class": r.get("failure_class"),
+                                "failure_reason": r.get("failure_reason")} for r in failed],
+                     agreement=None if agree is None else {"agrees": agree[0], "text": agree[1]})
+        arms_out.append(entry)
+    return {"direction": direction, "arms": arms_out, "best": _best(doc, values, estimates, direction)}
+
+
+def _best(doc: dict[str, Any], values: list[list[float | None]], estimates: dict[int, Estimate], direction: str) -> dict[str, Any] | None:
+    """Which patch is best, and whether it is told apart from the runner-up in the same rounds."""
+    ranked = sorted((i for i, e in estimates.items() if e.gain is not None and not findings(doc, i)),
+                    key=lambda i: estimates[i].gain, reverse=True)
+    if not ranked:
+        return None
+    top = ranked[0]
+    name = doc["arms"][top]["name"]
+    out: dict[str, Any] = {"arm": name if estimates[top].verdict == BETTER else None}
+    if estimates[top].verdict != BETTER:
+        out["text"] = "none of the patches beats the deployed job"
+        return out
+    text = f"best: {name} {pct(estimates[top].gain, (estimates[top].lo, estimates[top].hi))} vs deployed"
+    if len(ranked) > 1:
+        runner = ranked[1]
+        vs = paired(values[top], values[runner], direction)
+        other = doc["arms"][runner]["name"]
+        out["vs_runner_up"] = {"arm": other, **vs.to_json()}
+        told = "ahead of" if vs.verdict == BETTER else "not told apart from"
+        text += f"; {told} {other} ({pct(vs.gain, (vs.lo, vs.hi))} in the same rounds)"
+    out["text"] = text
+    return out

@@ -1,0 +1,59 @@
+"""An A/B summary as text: the per-round table and one line per patch (the console and the report use them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flagopt.ab._estimate import pct
+
+
+def _value(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def round_table(doc: dict[str, Any]) -> list[str]:
+    """Rows of the per-round figures: every arm's steady value and each patch's gain over A in that round."""
+    summary = doc.get("summary") or {}
+    arms = summary.get("arms") or []
+    if not arms:
+        return []
+    head = ["round", *(f"{a['name']} {a['label']}" for a in arms), *(f"{a['name']} vs A" for a in arms[1:])]
+    rows = [head]
+    deployed = arms[0]["values"]
+    for rnd in range(len(deployed)):
+        gains = []
+        for a in arms[1:]:
+            v, ref = a["values"][rnd], deployed[rnd]
+            gain = None
+            if v is not None and ref is not None:
+                gain = v / ref - 1 if summary.get("direction", "maximize") == "maximize" else ref / v - 1
+            gains.append(pct(gain))
+        rows.append([str(rnd + 1), *(_value(a["values"][rnd]) for a in arms), *gains])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(r, widths)))
+            for r in rows]
+
+
+def arm_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per patch: gain and interval vs the deployed job, the verdict, the agreement with the claim."""
+    out = []
+    arms = (doc.get("summary") or {}).get("arms") or []
+    by_name = {a["name"]: a for a in doc["arms"]}
+    for a in arms[1:]:
+        est = a["vs_deployed"]
+        line = (f"{a['name']} {a['label']}: {pct(est['gain'], est['ci'])} vs deployed over {est['pairs']} "
+                f"pair{'s' if est['pairs'] != 1 else ''} -> {a['verdict'].upper()}")
+        if a.get("failures"):
+            f = a["failures"][0]
+            line += f" (round {f['round'] + 1}: {f.get('failure_reason') or f['status']})"
+        claim = by_name.get(a["name"], {}).get("claim")
+        if claim:
+            where = f"trial {claim.get('trial')}" if claim.get("trial") is not None else "the study"
+            line += f"; claim of {where}: {pct(claim.get('gain'), claim.get('ci'))}"
+            agree = a.get("agreement")
+            line += f", {agree['text'].split(':')[0]}" if agree else ", no A/B interval to compare"
+        out.append(line)
+    best = (doc.get("summary") or {}).get("best")
+    if best and len(arms) > 2:
+        out.append(best["text"])
+    return out
