@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flagopt.cli._common import add_storage
+from flagopt.cli._common import add_storage, examples
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dashboard", help="serve optuna-dashboard on the study storage")
+    p = sub.add_parser("dashboard", help="serve optuna-dashboard on the study storage",
+                       **examples("python -m flagopt dashboard --port 8080"))
     add_storage(p)
     p.add_argument("--port", type=int, default=8080, help="default: 8080 (0: any free port)")
     p.add_argument("--host", default="127.0.0.1",

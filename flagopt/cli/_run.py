@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from flagopt.cli._common import add_storage, console
+from flagopt.cli._common import add_storage, console, examples
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
@@ -14,7 +14,8 @@ from flagopt.study import (Observers, PinnedNodesDown, Progress, StudyRunner, pr
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run or resume the tuning study of a space file")
+    p = sub.add_parser("run", help="run or resume the tuning study of a space file",
+                       **examples("python -m flagopt run --space search_spaces/demo.yaml", "python -m flagopt run --space search_spaces/pp.yaml --executor slurm --nodelist gpu[01-16]"))
     p.add_argument("--space", required=True, metavar="FILE")
     add_storage(p)
     p.add_argument("--trials", type=positive_int, default=None, metavar="N",
