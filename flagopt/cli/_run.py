@@ -21,7 +21,9 @@ def add(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=positive_int, default=None, metavar="N",
                    help="launch at most N runs in this invocation")
     p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
-    p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
+    p.add_argument("--executor", choices=("local", "slurm", "slurm-steps"), default=None,
+                   help="override executor.kind (slurm-steps: each trial an srun step of the salloc allocation "
+                        "flagopt runs in; docs/slurm.md)")
     p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist: run on these pinned nodes, "
                                                     "one slot")
     p.add_argument("--slot", action="append", default=None, metavar="NODELIST",
@@ -57,6 +59,9 @@ def make_executor(space: Space, storage: str | None) -> tuple[BaseExecutor, int]
         settings = SlurmSettings.of(space.executor.slurm)
         # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
         return SlurmExecutor(folder, settings), SlurmExecutor.jobs_per_slot
+    if space.executor.kind == "slurm-steps":
+        from flagopt.executors import SlurmSettings, SlurmStepsExecutor
+        return SlurmStepsExecutor(folder, SlurmSettings.of(space.executor.slurm), timeout_min=space.timeout_min), 1
     from flagopt.executors import LocalExecutor
     return LocalExecutor(folder, timeout_min=space.timeout_min), 1
 
@@ -95,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
+    executor, in_flight = make_executor(space, args.storage)  # e.g. slurm-steps outside an allocation: one error
     prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
-    executor, in_flight = make_executor(space, args.storage)
     from flagopt.dashboard import LiveView
     progress = Progress(out, quiet=args.quiet)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,

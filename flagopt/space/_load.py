@@ -367,7 +367,7 @@ def _profiles(r: Reader, params: tuple[Param, ...]) -> tuple[TrialConfig, ...]:
 
 def _executor(r: Reader) -> ExecutorSpec:
     r.only("kind", "slurm")
-    kind = _choice(r, "kind", ("local", "slurm"), "local")
+    kind = _choice(r, "kind", ("local", "slurm", "slurm-steps"), "local")
     s = r.sub("slurm")
     s.only("partition", "nodelist", "slots", "nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "account",
            "qos", "exclusive", "additional", "pending_deadline_min")

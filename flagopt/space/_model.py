@@ -132,7 +132,7 @@ class SlurmSpec:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    kind: Literal["local", "slurm"] = "local"
+    kind: Literal["local", "slurm", "slurm-steps"] = "local"
     slurm: SlurmSpec = field(default_factory=SlurmSpec)
 
 

@@ -75,7 +75,7 @@ def fingerprint(space: Space) -> dict[str, Any]:
     """Everything that changes what a run measures, as plain JSON (stored on the study)."""
     b, m, x = space.baseline, space.metric, space.executor
     executor: dict[str, Any] = {"kind": x.kind}
-    if x.kind == "slurm":
+    if x.kind in ("slurm", "slurm-steps"):
         s = x.slurm
         # The first slot is the study's reference hardware; further slots are blocks of their own (own baselines),
         # so adding or removing one leaves every earlier run valid.
