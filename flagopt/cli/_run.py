@@ -100,8 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
-    executor, in_flight = make_executor(space, args.storage)  # e.g. slurm-steps outside an allocation: one error
+    if space.executor.kind == "slurm-steps":
+        from flagopt.executors import require_allocation
+        require_allocation()  # outside salloc: one error before anything is written
     prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
+    executor, in_flight = make_executor(space, args.storage)
     from flagopt.dashboard import LiveView
     progress = Progress(out, quiet=args.quiet)
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,

@@ -13,7 +13,7 @@ from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, child_environment, log_path_for, run_trial
 from flagopt.executors._local import LocalExecutor
 from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
-from flagopt.executors._steps import SlurmStepsExecutor
+from flagopt.executors._steps import SlurmStepsExecutor, require_allocation
 from flagopt.executors._slurm_query import check_pinned_nodes, check_slots, node_states
 
 __all__ = [
@@ -33,5 +33,6 @@ __all__ = [
     "check_slots",
     "log_path_for",
     "node_states",
+    "require_allocation",
     "run_trial",
 ]

@@ -37,6 +37,23 @@ from flagopt.executors._slurm import SlurmSettings, slurm_task
 ALLOCATION_ENV = "SLURM_JOB_ID"
 
 
+def require_allocation(allocation: str | None = None) -> str:
+    """The allocation trials will be steps of (``allocation``, else ``$SLURM_JOB_ID``), with ``srun`` to start them.
+
+    Raises:
+        StudyError: not inside an allocation, or no ``srun`` on the PATH.
+    """
+    allocation = allocation or os.environ.get(ALLOCATION_ENV, "")
+    if not allocation:
+        raise StudyError("executor", "slurm-steps", f"no Slurm allocation: ${ALLOCATION_ENV} is not set. Start "
+                         "flagopt inside one (salloc -N 2 --time 4:00:00, then python -m flagopt run ... in its "
+                         "shell), or use executor kind slurm (one sbatch job per trial)")
+    if shutil.which("srun") is None:
+        raise StudyError("executor", "slurm-steps", "srun is not on the PATH: run flagopt on a node of the "
+                                                    "allocation (the shell salloc opened)")
+    return allocation
+
+
 def srun_argv(settings: SlurmSettings, allocation: str, slot: str, name: str, time_min: int, work: str) -> list[str]:
     """The ``srun`` that runs one trial's tasks as a step of ``allocation`` (never through a shell)."""
     argv = ["srun", f"--jobid={allocation}", f"--job-name={name}", f"--nodes={settings.nodes}",
@@ -108,14 +125,7 @@ class SlurmStepsExecutor(LocalExecutor):
     def __init__(self, folder: Path, settings: SlurmSettings | None = None, *, timeout_min: float = 60.0,
                  allocation: str | None = None) -> None:
         self.settings = settings or SlurmSettings()
-        self.allocation = allocation or os.environ.get(ALLOCATION_ENV, "")
-        if not self.allocation:
-            raise StudyError("executor", "slurm-steps", f"no Slurm allocation: ${ALLOCATION_ENV} is not set. Start "
-                             "flagopt inside one (salloc -N 2 --time 4:00:00, then python -m flagopt run ... in its "
-                             "shell), or use executor kind slurm (one sbatch job per trial)")
-        if shutil.which("srun") is None:
-            raise StudyError("executor", "slurm-steps", "srun is not on the PATH: run flagopt on a node of the "
-                                                        "allocation (the shell salloc opened)")
+        self.allocation = require_allocation(allocation)
         super().__init__(folder, timeout_min=timeout_min)  # creates the jobs folder: only once the checks passed
 
     @property
