@@ -44,7 +44,7 @@ class Row:
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="two studies side by side: each setting's gain in both (e.g. two "
                                        "parallelisms, two clusters)",
-                       **examples("python -m flagopt compare llama3-8b-pp2-fsdp8 llama3-8b-fsdp16",
+                       **examples("python -m flagopt compare llama3-8b-pp2-fsdp8 llama3-8b-fsdp8",
                                   "python -m flagopt compare demo demo --storage-b sqlite:///other/flagopt.db"))
     p.add_argument("study_a", metavar="A")
     p.add_argument("study_b", metavar="B")
