@@ -44,3 +44,15 @@ def test_the_demo_comment_names_what_the_demo_has():
     assert "host device count" not in header and "microbatch" not in header  # knobs the demo does not have
     eigen = next(p for p in space.params if p.key == "xla_cpu_multi_thread_eigen")
     assert eigen.default is True  # XLA's default, stated so the screen does not re-probe it
+
+
+def test_maxtext_spaces_say_where_the_compile_cache_goes():
+    """MaxText writes a compile cache to ~/jax_cache unless told: the CPU space moves it, the catalog says so."""
+    for path in sorted((REPO / "search_spaces").glob("*.yaml")):
+        space = load_space(path)
+        if not any(w in ("MaxText.train", "maxtext.trainers.pre_train.train") for w in space.command):
+            continue
+        assert "~/jax_cache" in path.read_text(), path.name
+        if path.name == "maxtext_cpu.yaml":
+            assert "jax_cache_dir=/tmp/maxtext-flagopt/jax_cache" in space.command
+    assert "~/jax_cache" in (REPO / "docs" / "maxtext.md").read_text()
