@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import optuna
 
 from flagopt.errors import StudyError
 from flagopt.study._lock import driver_lock
-from flagopt.study._storage import load_study, study_folder
+from flagopt.study._storage import load_study, open_storage, study_folder
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,21 @@ def delete_study(storage: str | None, name: str) -> DeletedStudy:
     finally:
         lock.release()
     return DeletedStudy(name, trials, folder, existed)
+
+
+def set_aside_stale_trials(storage: str | None, name: str) -> Path | None:
+    """Before a new study is created: move a deleted study's leftovers (``trials/``, ``jobs/``) out of the way.
+
+    A study removed with ``optuna delete-study`` leaves its folder; the new study of that name would write its
+    ``trials/0``, ``1``... over the old ones and keep the rest. Returns where they went, or ``None`` when the study
+    exists already (a resume) or its folder holds no trials.
+    """
+    folder = study_folder(storage, name)
+    leftovers = [folder / sub for sub in ("trials", "jobs") if (folder / sub).is_dir() and any((folder / sub).iterdir())]
+    if not leftovers or name in optuna.get_all_study_names(open_storage(storage)):
+        return None
+    aside = folder / f"stale-{time.strftime('%Y%m%d-%H%M%S')}"
+    aside.mkdir()
+    for path in leftovers:
+        path.rename(aside / path.name)
+    return aside

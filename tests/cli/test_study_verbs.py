@@ -118,3 +118,25 @@ def test_every_verb_help_has_an_example(capsys):
     for name, parser in sub.choices.items():
         text = parser.format_help()
         assert "example" in text and f"python -m flagopt {name}" in text, name
+
+
+def test_a_study_recreated_after_optuna_delete_study_sets_the_old_trials_aside(write_space, storage, capsys):
+    """`optuna delete-study` leaves studies/<name>/: a new study of that name used to write trials/0-1 over the old
+    ones and keep the old trials/2-4 beside them."""
+    make(write_space, storage, "again", "PP=2")
+    folder = study_folder(storage, "again")
+    old = sorted(p.name for p in (folder / "trials").iterdir())
+    assert len(old) == 5
+    optuna.delete_study(study_name="again", storage=storage)
+    capsys.readouterr()
+    space = write_space(SPACE.format(name="again", parallelism="PP=2", tps=50000, faster=60000)
+                        .replace("max_trials: 5", "max_trials: 2"), name="again2.yaml")
+    assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "deleted outside flagopt left trial folders here: moved to" in out
+    assert sorted(p.name for p in (folder / "trials").iterdir()) == ["0", "1"]
+    (aside,) = folder.glob("stale-*")
+    assert sorted(p.name for p in (aside / "trials").iterdir()) == old
+    # a resume never moves anything
+    assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight", "--trials", "1"]) == 0
+    assert len(list(folder.glob("stale-*"))) == 1 and (folder / "trials" / "0").exists()
