@@ -76,3 +76,56 @@ def test_outside_an_allocation_it_is_one_error_and_nothing_is_written(slurm_clus
     err = capsys.readouterr().err
     assert "no Slurm allocation" in err and "salloc" in err and "Traceback" not in err
     assert not db.parent.exists()
+
+
+def test_a_detached_driver_leaves_the_step_running_and_the_next_run_reattaches(slurm_cluster: set[str],
+                                                                               tmp_path: Path) -> None:
+    """An allocation held apart from the driver (salloc --no-shell), the driver pointed at it by $SLURM_JOB_ID:
+    SIGTERM with --detach leaves the trial's step running; the next `run` in the allocation collects it."""
+    import re
+    import signal
+    import time
+
+    import optuna
+
+    granted = subprocess.run(["salloc", "--no-shell", "--nodes=2", "--nodelist=node[3-4]", "--time=5"],
+                             capture_output=True, text=True, timeout=120, check=True)
+    allocation = re.search(r"Granted job allocation (\d+)", granted.stderr).group(1)
+    try:
+        space = tmp_path / "space.yaml"
+        space.write_text(textwrap.dedent(SPACE).replace("step_s=0.01", "step_s=0.4").replace("max_trials: 4",
+                                                                                              "max_trials: 1"))
+        storage = f"sqlite:///{tmp_path}/flagopt.db"
+        env = {**os.environ, "PYTHONPATH": str(REPO), "SLURM_JOB_ID": allocation, "PYTHONUNBUFFERED": "1"}
+        argv = [sys.executable, "-m", "flagopt", "run", "--space", str(space), "--storage", storage,
+                "--no-preflight", "--detach"]
+        with open(tmp_path / "driver.out", "wb") as out:
+            driver = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            try:
+                running = load_study(storage, "steps").get_trials(states=(optuna.trial.TrialState.RUNNING,))
+            except Exception:  # the storage is being created
+                running = []
+            if running and running[0].user_attrs.get("job_id") and steps_of_running(allocation):
+                break
+            assert driver.poll() is None, (tmp_path / "driver.out").read_text()
+            time.sleep(0.3)
+        else:
+            raise AssertionError("no step started")
+        driver.send_signal(signal.SIGTERM)
+        assert driver.wait(timeout=60) == 1, (tmp_path / "driver.out").read_text()
+        assert steps_of_running(allocation), "the step stopped with its driver"
+        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (rec,) = history(load_study(storage, "steps"))
+        assert rec.status == "ok" and rec.attrs["job_id"] == running[0].user_attrs["job_id"]
+        assert [s[1] for s in steps_of(allocation)] == ["flagopt-0"]  # collected, not run again
+    finally:
+        subprocess.run(["scancel", allocation], check=False)
+
+
+def steps_of_running(allocation: str) -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-s", "-j", allocation, "-o", "%i %j"], capture_output=True, text=True,
+                         check=False).stdout
+    return [line for line in out.splitlines() if "flagopt-" in line]
