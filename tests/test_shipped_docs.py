@@ -17,7 +17,7 @@ def use_commands() -> list[list[str]]:
     text = (REPO / "README.md").read_text()
     block = text[text.index("## Use\n"):text.index("| topic | doc |")]
     out = []
-    for code in re.findall(r"```bash\n(.*?)```", block, re.S):
+    for code in re.findall(r"```bash\n(.*?)```", block, re.DOTALL):
         for line in code.splitlines():
             words = shlex.split(line, comments=True)
             if words[:3] == ["python", "-m", "flagopt"]:

@@ -44,7 +44,7 @@ def test_trials_run_as_steps_of_the_allocation_flagopt_runs_in(slurm_cluster: se
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(["salloc", "--nodes=2", "--nodelist=node[3-4]", "--time=5", sys.executable, "-m", "flagopt",
                            "run", "--space", str(space), "--storage", storage, "--no-preflight"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "on slurm-steps" in proc.stdout
     study = load_study(storage, "steps")
@@ -116,7 +116,7 @@ def test_a_detached_driver_leaves_the_step_running_and_the_next_run_reattaches(s
         driver.send_signal(signal.SIGTERM)
         assert driver.wait(timeout=60) == 1, (tmp_path / "driver.out").read_text()
         assert steps_of_running(allocation), "the step stopped with its driver"
-        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stdout + done.stderr
         (rec,) = history(load_study(storage, "steps"))
         assert rec.status == "ok" and rec.attrs["job_id"] == running[0].user_attrs["job_id"]
