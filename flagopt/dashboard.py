@@ -76,6 +76,31 @@ def update_live_view(study: optuna.Study) -> None:
         optuna_dashboard.save_plotly_graph_object(study, figures[key], graph_object_id=graph_id)
 
 
+def backfill_live_views(storage: optuna.storages.BaseStorage) -> tuple[list[str], dict[str, str]]:
+    """Write the note and figures of every flagopt study whose note is missing or out of date.
+
+    A study run where optuna-dashboard was not installed (the README's main job installs only ``[jax]``) never got
+    them; nor did trials recorded since by such a driver. Returns the studies written, and why each study that
+    could not be is not (a display problem never stops the dashboard).
+    """
+    import optuna_dashboard
+    written: list[str] = []
+    why_not: dict[str, str] = {}
+    for summary in sorted(optuna.get_all_study_summaries(storage, include_best_trial=False),
+                          key=lambda s: s.study_name):
+        if "flagopt.space" not in summary.user_attrs:
+            continue  # not a flagopt study: Optuna's own pages are all it has
+        try:
+            study = optuna.load_study(study_name=summary.study_name, storage=storage)
+            if optuna_dashboard.get_note(study) == live_note(study_data_of(study)):
+                continue
+            update_live_view(study)
+            written.append(summary.study_name)
+        except Exception as exc:  # one study's bad record must not hide the others
+            why_not[summary.study_name] = f"{type(exc).__name__}: {exc}"
+    return written, why_not
+
+
 class LiveView(StudyObserver):
     """The study observer that keeps optuna-dashboard's note and figures current (a no-op without optuna-dashboard).
 

@@ -16,7 +16,11 @@ from flagopt import __version__
 from flagopt.cli import _ab, _dashboard, _evidence, _export, _leaderboard, _report, _run, _status, _validate
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 
+from flagopt.cli import _compare, _delete, _studies  # noqa: I001 (the study verbs: listing, deleting, comparing)
+
 VERBS = [_run, _validate, _leaderboard, _status, _report, _export, _ab, _dashboard, _evidence]
+
+VERBS += [_studies, _delete, _compare]
 
 
 def build_parser() -> argparse.ArgumentParser:

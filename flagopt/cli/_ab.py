@@ -26,7 +26,7 @@ from flagopt.ab import (
     round_table,
     sha256_of,
 )
-from flagopt.cli._common import add_storage, console
+from flagopt.cli._common import add_storage, console, examples
 from flagopt.cli._run import apply_overrides, make_executor
 from flagopt.errors import EXIT_FAILURE, FlagoptError, StudyError
 from flagopt.space import Space, load_space
@@ -37,7 +37,9 @@ _EXPORT_HEADER = re.compile(r"^# study (\S+), trial (\d+) \(", re.MULTILINE)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("ab", help="A/B env.sh patches against the deployed job, interleaved (verify an export)")
+    p = sub.add_parser("ab", help="A/B env.sh patches against the deployed job, interleaved (verify an export)",
+                       **examples("python -m flagopt ab demo --pairs 5",
+                                  "python -m flagopt ab --space fsdp.yaml --patch a.env.sh --patch b.env.sh --pairs 4"))
     p.add_argument("study", nargs="?", default=None,
                    help="the study whose job (and claim) to A/B; without it, give --space")
     p.add_argument("--space", metavar="FILE", default=None,

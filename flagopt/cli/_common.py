@@ -19,3 +19,24 @@ def console() -> Console:
     probe = Console()
     # Logs and CI are not terminals: rich would wrap tables at 80 columns there.
     return Console(highlight=False, width=None if probe.is_terminal else 160)
+
+
+def examples(*lines: str) -> dict[str, object]:
+    """``add_parser`` keywords that end a verb's ``--help`` with runnable examples (kept as written, not re-wrapped).
+
+    Example:
+        >>> examples("python -m flagopt studies")["epilog"]
+        'example:\\n  python -m flagopt studies'
+    """
+    head = "example:" if len(lines) == 1 else "examples:"
+    return {"epilog": "\n  ".join([head, *lines]), "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def storage_hint(storage: str | None) -> str:
+    """`` --storage URL`` to repeat in a printed next command, empty for the default storage."""
+    if not storage:
+        return ""
+    import shlex
+
+    from flagopt.study import shown_url
+    return f" --storage {shlex.quote(shown_url(storage))}"

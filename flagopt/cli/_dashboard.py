@@ -5,21 +5,33 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flagopt.cli._common import add_storage
+from flagopt.cli._common import add_storage, examples
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dashboard", help="serve optuna-dashboard on the study storage")
+    p = sub.add_parser("dashboard", help="serve optuna-dashboard on the study storage",
+                       **examples("python -m flagopt dashboard --port 8080"))
     add_storage(p)
     p.add_argument("--port", type=int, default=8080, help="default: 8080 (0: any free port)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1: only this machine; the dashboard can edit studies)")
+    p.add_argument("--no-backfill", action="store_true",
+                   help="do not write flagopt's note and figures on studies that lack them or have stale ones "
+                        "(studies run without optuna-dashboard installed)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from flagopt.dashboard import make_server
+    from flagopt.dashboard import backfill_live_views, make_server
     server = make_server(args.storage, args.host, args.port)
+    if not args.no_backfill:
+        from flagopt.study import open_storage
+        written, why_not = backfill_live_views(open_storage(args.storage, create=False))
+        if written:
+            print(f"flagopt dashboard: wrote flagopt's note and figures for {', '.join(written)} (missing or out of "
+                  "date: run where optuna-dashboard was not installed)", file=sys.stderr, flush=True)
+        for name, why in why_not.items():
+            print(f"flagopt dashboard: no flagopt note for {name}: {why}", file=sys.stderr, flush=True)
     host, port = server.server_address[:2]
     print(f"flagopt dashboard: http://{host}:{port}/dashboard (Ctrl-C to stop)", file=sys.stderr, flush=True)
     try:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from flagopt.cli._common import console
+from flagopt.cli._common import console, examples
 from flagopt.evidence import analyze, format_table, space_snippet, suggest_brackets
 
 
 def add(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evidence", help="analyse an XLA HLO dump: collectives, sizes, loops, pipelining; "
-                                        "suggest combine-threshold brackets")
+                                        "suggest combine-threshold brackets",
+                       **examples("python -m flagopt evidence /tmp/xla_dump"))
     p.add_argument("path", help="an --xla_dump_to directory or one *after_optimizations*.txt")
     p.add_argument("--module", default=None, help="pick this module in a dump directory (substring of the file name)")
     p.add_argument("--json", action="store_true", help="print the analysis as JSON")

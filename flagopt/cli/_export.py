@@ -6,14 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from flagopt.cli._common import add_storage
+from flagopt.cli._common import add_storage, examples
 from flagopt.errors import FlagoptError
 from flagopt.export import FORMATS, build_export, render
 from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="write the study's winner as a deployable patch (env.sh, json, xla-flags)")
+    p = sub.add_parser("export", help="write the study's winner as a deployable patch (env.sh, json, xla-flags)",
+                       **examples("python -m flagopt export demo -o patch.env.sh"))
     p.add_argument("study")
     add_storage(p)
     p.add_argument("--trial", type=int, default=None, metavar="N",

@@ -8,15 +8,17 @@ import math
 
 from rich.table import Table
 
-from flagopt.cli._common import add_storage, console
+from flagopt.cli._common import add_storage, console, examples
 from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, slot_line, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("leaderboard", help="print a study's configurations ranked by gain vs baseline-deployed")
+    p = sub.add_parser("leaderboard", help="print a study's configurations ranked by gain vs baseline-deployed",
+                       **examples("python -m flagopt leaderboard demo", "python -m flagopt leaderboard demo --json"))
     p.add_argument("study")
     add_storage(p)
-    p.add_argument("--json", action="store_true", help="machine-readable rows")
+    p.add_argument("--json", action="store_true",
+                   help='machine-readable: {"study", "verdict" (null until the study drew one), "rows"}')
     p.add_argument("--wide", action="store_true",
                    help="the full flags each configuration sets (default: short names, e.g. ag_threshold=1.4 MiB)")
     p.set_defaults(handler=run)
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
                 for row in frame.to_dict(orient="records")]
-        print(json.dumps(rows, indent=2, default=str))
+        print(json.dumps({"study": data.name, "verdict": data.verdict, "rows": rows}, indent=2, default=str))
         return 0
     table = Table(title=f"{args.study} — Δ% vs baseline-deployed (drift-corrected)")
     for col, justify in (("#", "right"), ("profile", "left"), ("flags", "left"), ("tokens/s", "right"),

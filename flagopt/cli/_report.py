@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from flagopt.cli._common import add_storage
+from flagopt.cli._common import add_storage, examples
 from flagopt.report import write_report
 from flagopt.study import shown_url, study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="write the study's markdown report and HTML figures")
+    p = sub.add_parser("report", help="write the study's markdown report and HTML figures",
+                       **examples("python -m flagopt report demo -o reports/"))
     p.add_argument("study")
     add_storage(p)
     p.add_argument("-o", "--output", metavar="DIR", default=".", help="folder to write into (default: .)")

@@ -6,7 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from flagopt.cli._common import add_storage, console
+from flagopt.cli._common import add_storage, console, examples
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
 from flagopt.space import Space, load_space
@@ -15,13 +15,16 @@ from flagopt.study import (Observers, PinnedNodesDown, Progress, StudyRunner, pr
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run or resume the tuning study of a space file")
+    p = sub.add_parser("run", help="run or resume the tuning study of a space file",
+                       **examples("python -m flagopt run --space search_spaces/demo.yaml", "python -m flagopt run --space search_spaces/pp.yaml --executor slurm --nodelist gpu[01-16]"))
     p.add_argument("--space", required=True, metavar="FILE")
     add_storage(p)
     p.add_argument("--trials", type=positive_int, default=None, metavar="N",
                    help="launch at most N runs in this invocation")
     p.add_argument("--sampler", choices=("tpe", "gp", "random"), default=None, help="default: the space's, else tpe")
-    p.add_argument("--executor", choices=("local", "slurm"), default=None, help="override executor.kind")
+    p.add_argument("--executor", choices=("local", "slurm", "slurm-steps"), default=None,
+                   help="override executor.kind (slurm-steps: each trial an srun step of the salloc allocation "
+                        "flagopt runs in; docs/slurm.md)")
     p.add_argument("--nodelist", default=None, help="override executor.slurm.nodelist: run on these pinned nodes, "
                                                     "one slot")
     p.add_argument("--slot", action="append", default=None, metavar="NODELIST",
@@ -58,6 +61,9 @@ def make_executor(space: Space, storage: str | None, folder: Path | None = None)
         settings = SlurmSettings.of(space.executor.slurm)
         # Two in flight: the next job waits in Slurm's queue on the pinned nodes, so they never sit idle.
         return SlurmExecutor(folder, settings), SlurmExecutor.jobs_per_slot
+    if space.executor.kind == "slurm-steps":
+        from flagopt.executors import SlurmSettings, SlurmStepsExecutor
+        return SlurmStepsExecutor(folder, SlurmSettings.of(space.executor.slurm), timeout_min=space.timeout_min), 1
     from flagopt.executors import LocalExecutor
     return LocalExecutor(folder, timeout_min=space.timeout_min), 1
 
@@ -96,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_preflight:
         from flagopt.cli._preflight import run_preflight
         excluded = sorted(run_preflight(space, out, before_run=True).rejected)
+    if space.executor.kind == "slurm-steps":
+        from flagopt.executors import require_allocation
+        require_allocation()  # outside salloc: one error before anything is written
     prepare_storage(args.storage, space.name)  # a bad storage path is one error before anything is written
     executor, in_flight = make_executor(space, args.storage)
     from flagopt.dashboard import LiveView

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import asdict
 
-from flagopt.cli._common import add_storage, console
+from flagopt.cli._common import add_storage, console, examples
 from flagopt.report import study_status
 from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("status", help="progress of a study: trials by status, the running trial, best so far")
+    p = sub.add_parser("status", help="progress of a study: trials by status, the running trial, best so far",
+                       **examples("python -m flagopt status demo", "python -m flagopt status demo --json"))
     p.add_argument("study")
     add_storage(p)
+    p.add_argument("--json", action="store_true", help="the same as one JSON object (counts, running trials, best, "
+                                                       "verdict)")
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     st = study_status(study_data(args.storage, args.study))
+    if args.json:
+        print(json.dumps(asdict(st), indent=2, default=str))
+        return 0
     out = console()
     out.print(f"study [bold]{st.study}[/bold] ({st.model_tag}, {st.parallelism or '-'})")
     counts = ", ".join(f"{n} {s}" for s, n in sorted(st.counts.items())) or "no trials yet"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from flagopt.cli._common import console
+from flagopt.cli._common import console, examples
 from flagopt.space import load_space
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("validate", help="check a search-space file (and, with --preflight, its flags against the installed XLA)")
+    p = sub.add_parser("validate", help="check a search-space file (and, with --preflight, its flags against the installed XLA)",
+                       **examples("python -m flagopt validate --space search_spaces/demo.yaml --preflight"))
     p.add_argument("--space", required=True, metavar="FILE")
     p.add_argument("--preflight", action="store_true",
                    help="also start XLA (CPU) with every flag value the space can produce and report unknown flags")

@@ -1,4 +1,5 @@
-"""Executors run rendered trials: ``local`` (the default) and ``slurm``.
+"""Executors run rendered trials: ``local`` (the default), ``slurm`` (an sbatch job per trial) and ``slurm-steps``
+(an srun step per trial inside an allocation).
 
 Example:
     >>> from flagopt.executors import TrialLaunch
@@ -12,6 +13,7 @@ from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
 from flagopt.executors._launch import RunOutcome, TrialLaunch, child_environment, log_path_for, run_trial
 from flagopt.executors._local import LocalExecutor
 from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
+from flagopt.executors._steps import SlurmStepsExecutor, require_allocation
 from flagopt.executors._slurm_query import check_pinned_nodes, check_slots, node_states
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "RunOutcome",
     "SlurmExecutor",
     "SlurmSettings",
+    "SlurmStepsExecutor",
     "SlurmTrialJob",
     "TrialJob",
     "child_environment",
@@ -30,5 +33,6 @@ __all__ = [
     "check_slots",
     "log_path_for",
     "node_states",
+    "require_allocation",
     "run_trial",
 ]

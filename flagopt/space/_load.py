@@ -298,7 +298,7 @@ def _params(r: Reader) -> tuple[Param, ...]:
 
 
 def _param(r: Reader, name: str) -> Param:
-    r.only(*TARGETS, "choices", "type", "low", "high", "log", "step")
+    r.only(*TARGETS, "choices", "type", "low", "high", "log", "step", "default")
     targets = [t for t in TARGETS if t in r.data]
     if len(targets) != 1:
         r.fail(f"needs exactly one target of {', '.join(TARGETS)}, got {len(targets)}"
@@ -316,7 +316,8 @@ def _param(r: Reader, name: str) -> Param:
             check_value(r.source, f"{r.key('choices')}[{i}]", value)
         if len({(type(c), c) for c in choices}) != len(choices):
             r.fail("has duplicate values", r.key("choices"))
-        return Param(name=name, target=target, key=key, choices=tuple(choices))
+        return Param(name=name, target=target, key=key, choices=tuple(choices),
+                     default=_default(r, bool if all(isinstance(c, bool) for c in choices) else None))
     kind = r.get("type", str)
     if kind is None:
         r.fail("needs a domain: `choices: [...]` or `type: int|float` with `low` and `high`")
@@ -338,7 +339,20 @@ def _param(r: Reader, name: str) -> Param:
         r.fail("cannot be combined with log: true", r.key("step"))
     if step is not None and step <= 0:
         r.fail(f"must be > 0, got {step}", r.key("step"))
-    return Param(name=name, target=target, key=key, type=kind, low=low, high=high, log=log, step=step)
+    return Param(name=name, target=target, key=key, type=kind, low=low, high=high, log=log, step=step,
+                 default=_default(r, number))
+
+
+def _default(r: Reader, kind: type | tuple[type, ...] | None) -> Any:
+    """``default:``: the value the job has when the param sets nothing; of the domain's type when it has one."""
+    if "default" not in r.data:
+        return None
+    value = r.data["default"]
+    check_value(r.source, r.key("default"), value)
+    if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
+        r.fail(f"must be of the param's type ({'true/false' if kind is bool else 'a number'}), got {value!r}",
+               r.key("default"))
+    return value
 
 
 def _profiles(r: Reader, params: tuple[Param, ...]) -> tuple[TrialConfig, ...]:
@@ -367,7 +381,7 @@ def _profiles(r: Reader, params: tuple[Param, ...]) -> tuple[TrialConfig, ...]:
 
 def _executor(r: Reader) -> ExecutorSpec:
     r.only("kind", "slurm")
-    kind = _choice(r, "kind", ("local", "slurm"), "local")
+    kind = _choice(r, "kind", ("local", "slurm", "slurm-steps"), "local")
     s = r.sub("slurm")
     s.only("partition", "nodelist", "slots", "nodes", "tasks_per_node", "gpus_per_node", "cpus_per_task", "time", "account",
            "qos", "exclusive", "additional", "pending_deadline_min")

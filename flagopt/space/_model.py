@@ -28,6 +28,10 @@ class Param:
     high: float | None = None
     log: bool = False
     step: float | None = None
+    #: the value the job runs with when this param sets nothing (e.g. XLA's own default ``true`` for
+    #: ``xla_cpu_multi_thread_eigen``); baseline-deployed already measures it, so the screen need not probe it.
+    #: ``None``: not stated (the flag registry's ``xla_default`` may still know it).
+    default: Scalar | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ class SlurmSpec:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    kind: Literal["local", "slurm"] = "local"
+    kind: Literal["local", "slurm", "slurm-steps"] = "local"
     slurm: SlurmSpec = field(default_factory=SlurmSpec)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from flagopt.decide import Arm, Plan, Planner, Verdict, arms_of
 from flagopt.study._collect import Collected, collect
+from flagopt.study._delete import DeletedStudy, delete_study, describe_deletion
 from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
 from flagopt.study._leaderboard import compact_settings, gain_text, leaderboard, param_names, settings_text, short_flag_names
@@ -23,7 +24,8 @@ from flagopt.study._storage import (DEFAULT_STORAGE, artifacts_root, load_study,
                                     shown_url, storage_url, study_folder)
 
 __all__ = [
-    "DEFAULT_STORAGE", "Arm", "Collected", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",
+    "DEFAULT_STORAGE", "Arm", "Collected", "DeletedStudy", "delete_study", "describe_deletion", "Observers", "PinnedNodesDown",
+    "Plan", "Planner", "Progress", "RunRecord",
     "SlotSummary", "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history",
     "artifacts_root", "collect",
     "compact_settings", "history", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",

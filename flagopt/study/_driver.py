@@ -25,6 +25,7 @@ from flagopt.decide import blamed_by
 from flagopt.study._collect import Collected, _jsonable
 from flagopt.decide import changed_settings, config_of_settings, same_value
 from flagopt.study._domains import distribution, optuna_names
+from flagopt.study._delete import set_aside_stale_trials
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
@@ -78,6 +79,7 @@ class StudyRunner(Launching, Recovery):
     def __post_init__(self) -> None:
         self.folder = study_folder(self.storage, self.space.name)
         prepare_storage(self.storage, self.space.name)  # before the study exists: a bad path writes nothing
+        self._stale = set_aside_stale_trials(self.storage, self.space.name)  # a deleted namesake's trial folders
         sampler_name = self.sampler or self.space.sampler
         if self.max_in_flight is None:
             self.max_in_flight = self.executor.jobs_per_slot
@@ -123,6 +125,9 @@ class StudyRunner(Launching, Recovery):
         lock.acquire(force=self.force)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            if self._stale is not None:
+                self.progress.say(f"a study {self.space.name!r} deleted outside flagopt left trial folders here: "
+                                  f"moved to {self._stale} (python -m flagopt delete removes both)")
             self._record_study()
             if self.preflight_excluded:
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))

@@ -22,6 +22,7 @@ value, which the new param's domain may or may not include: they stay what they 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -32,7 +33,11 @@ from flagopt.errors import StudyError
 from flagopt.space import Param, Space
 from flagopt.study._records import current_history
 
+#: the study's user attr: a compact hash of the fingerprint (``sha256:<16 hex>``), what ``optuna studies`` shows
 ATTR = "flagopt.fingerprint"
+#: the study's system attr with the full fingerprint (8-12 KB of JSON): kept out of ``optuna studies`` and the
+#: dashboard, which print every user attr of every study
+FULL_ATTR = "flagopt.fingerprint.full"
 EPOCH_ATTR = "flagopt.epoch"
 #: top-level sections whose every change invalidates the earlier runs
 MEASUREMENT = ("command", "workdir", "baseline", "metric", "configs", "executor")
@@ -70,7 +75,7 @@ def fingerprint(space: Space) -> dict[str, Any]:
     """Everything that changes what a run measures, as plain JSON (stored on the study)."""
     b, m, x = space.baseline, space.metric, space.executor
     executor: dict[str, Any] = {"kind": x.kind}
-    if x.kind == "slurm":
+    if x.kind in ("slurm", "slurm-steps"):
         s = x.slurm
         # The first slot is the study's reference hardware; further slots are blocks of their own (own baselines),
         # so adding or removing one leaves every earlier run valid.
@@ -169,6 +174,29 @@ def _legacy(study: optuna.Study, new: dict[str, Any]) -> dict[str, Any] | None:
     return old
 
 
+def digest(print_: dict[str, Any]) -> str:
+    """A compact, stable name for a fingerprint: what the study's visible attribute holds."""
+    text = json.dumps(print_, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def stored_fingerprint(study: optuna.Study) -> dict[str, Any] | None:
+    """The fingerprint the study was last run with: the full text from its system attr, or, for a study from
+    before the hash, the user attr itself (the full dictionary)."""
+    # Optuna's Study has no public reader of system attrs; its storage's is public API.
+    full = study._storage.get_study_system_attrs(study._study_id).get(FULL_ATTR)
+    if full is not None:
+        return full
+    old = study.user_attrs.get(ATTR)
+    return old if isinstance(old, dict) else None
+
+
+def store_fingerprint(study: optuna.Study, print_: dict[str, Any]) -> None:
+    """The full fingerprint out of sight, its hash where people look."""
+    study._storage.set_study_system_attr(study._study_id, FULL_ATTR, print_)
+    study.set_user_attr(ATTR, digest(print_))
+
+
 def bind_study(study: optuna.Study, space: Space, *, rebaseline: bool) -> list[str]:
     """Check ``space`` against what ``study`` measured so far; store its fingerprint; return notes to print.
 
@@ -176,7 +204,7 @@ def bind_study(study: optuna.Study, space: Space, *, rebaseline: bool) -> list[s
         StudyChanged: a change invalidates the current epoch's runs and ``rebaseline`` is false.
     """
     new = fingerprint(space)
-    old = study.user_attrs.get(ATTR) or _legacy(study, new)
+    old = stored_fingerprint(study) or _legacy(study, new)
     changes = compare(old, new) if old is not None else []
     breaking = [c for c in changes if c.invalidates]
     runs = len(current_history(study))
@@ -200,5 +228,5 @@ def bind_study(study: optuna.Study, space: Space, *, rebaseline: bool) -> list[s
         notes.append("space changed, earlier runs still valid: " + "; ".join(
             f"{c.key} {c.why}" if c.why else f"{c.key} {json.dumps(c.old, default=str)} -> "
                                               f"{json.dumps(c.new, default=str)}" for c in accepted))
-    study.set_user_attr(ATTR, new)
+    store_fingerprint(study, new)
     return notes

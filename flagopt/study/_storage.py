@@ -154,6 +154,19 @@ def check_sqlite_file(path: Path, url: str) -> None:
                                     f"or salvage it: sqlite3 {path} .recover | sqlite3 recovered.db")
 
 
+def missing_file_reason(url: str, path: Path) -> str:
+    """Where a read-only verb looked for a storage file that is not there, and how to point it elsewhere."""
+    where = path.expanduser().resolve()
+    scheme = JOURNAL_PREFIX if url.startswith(JOURNAL_PREFIX) else SQLITE_PREFIX
+    how = (f"point at the storage `run` wrote: --storage {scheme}/path/to/studies/{where.name} (an absolute path "
+           f"has four slashes after {scheme[:-3]}), or export FLAGOPT_STORAGE=<that URL>")
+    if not path.is_absolute():
+        origin = "the default storage" if url == DEFAULT_STORAGE else url
+        return (f"no study storage at {where} (nothing created): {origin} is a path relative to the folder flagopt "
+                f"runs in ({Path.cwd()}); run it from the folder `flagopt run` ran in, or {how}")
+    return f"no study storage at {where} (nothing created): {how}"
+
+
 def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.BaseStorage:
     """An Optuna storage for ``url``: any RDB URL, or ``journal:///path.log`` (a journal file, for NFS clusters).
 
@@ -166,8 +179,7 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     path = storage_file(url)
     if path is not None:
         if not create and not path.exists():
-            raise MissingStorage(url, None, f"no study storage at {path} (nothing created): check --storage or "
-                                            "$FLAGOPT_STORAGE")
+            raise MissingStorage(url, None, missing_file_reason(url, path))
         if create:
             writable_folder(path.parent, "storage", "--storage")
         if url.startswith(SQLITE_PREFIX) and path.exists():

@@ -90,6 +90,9 @@ def test_a_study_over_an_xla_flag_an_env_var_and_a_workload_arg(maxtext_python, 
     # MaxText's own total_weights: twice the tokens per step with twice the batch.
     log = Path(by["batch_2"]["log_path"]).read_text()
     assert "total_weights: 256" in log and "total_weights: 128" in Path(by["eigen_off"]["log_path"]).read_text()
+    # The shipped numerics tolerance flags the batch change (its loss curve moves) and not the XLA flag or env var.
+    assert "differs from the baseline's" in by["batch_2"]["numerics_flag"]
+    assert not any("numerics_flag" in by[p] for p in ("eigen_off", "mem_fraction", "baseline-deployed"))
 
 
 def test_maxtexts_failures_are_classified_with_maxtexts_own_messages(maxtext_python, tmp_path):

@@ -342,5 +342,5 @@ def test_changed_nodelist_is_refused_unless_rebaselined(slurm_cluster: set[str],
     # Readers see the new epoch only: the leaderboard row of `fast` is its new trial, one run.
     capsys.readouterr()
     assert main(["leaderboard", "moved", "--storage", storage, "--json"]) == 0
-    rows = {row["profile"]: row for row in json.loads(capsys.readouterr().out)}
+    rows = {row["profile"]: row for row in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["fast"]["trial"] == new[2].number and rows["fast"]["runs"] == 1

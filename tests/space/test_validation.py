@@ -145,3 +145,22 @@ def test_shipped_spaces_are_valid():
     assert files
     for path in files:
         assert load_space(path).command
+
+
+def test_a_param_states_its_implicit_default(tmp_path):
+    """`default:` says what the job has when the param sets nothing (XLA's default), so the screen need not
+    re-probe it; a default of the wrong type is one error naming the key."""
+    text = """
+        name: d
+        command: ["python3"]
+        params:
+          eigen: {xla: xla_cpu_multi_thread_eigen, choices: [true, false], default: true}
+          ag: {xla: xla_gpu_all_gather_combine_threshold_bytes, type: int, low: 1024, high: 4096, default: 2048}
+          proto: {env: NCCL_PROTO, choices: [Simple, LL]}
+    """
+    by_name = {p.name: p for p in load_space(write(tmp_path, text)).params}
+    assert by_name["eigen"].default is True and by_name["ag"].default == 2048 and by_name["proto"].default is None
+    err = error_of(tmp_path, text.replace("default: true}", "default: yes-please}"))
+    assert err.key == "params.eigen.default" and "true/false" in err.reason
+    err = error_of(tmp_path, text.replace("default: 2048}", "default: 20.5}"))
+    assert err.key == "params.ag.default" and "a number" in err.reason

@@ -115,3 +115,24 @@ def test_numeric_domains_wider_is_harmless_narrower_is_not(tmp_path, edit, inval
     assert [(c.key, c.invalidates) for c in added] == [("params.m", False)]
     removed = compare(fp("low: 1, high: 8", "  m: {arg: m, choices: [1, 2]}\n"), fp("low: 1, high: 8"))
     assert [(c.key, c.invalidates) for c in removed] == [("params.m", True)]
+
+
+def test_fingerprint_attr_is_a_short_hash_and_an_old_full_one_still_resumes(write_space, storage, tmp_path, capsys):
+    """`optuna studies` prints every study user attr: the 8-12 KB fingerprint stays out of it, and a study that
+    stored the full dictionary there (before the hash) still resumes and still refuses an invalidating change."""
+    space = write(write_space, tmp_path)
+    assert run(space, storage, "--trials", "2") == 0
+    study = load_study(storage, "bound")
+    visible = study.user_attrs["flagopt.fingerprint"]
+    assert isinstance(visible, str) and visible.startswith("sha256:") and len(visible) == 23
+    full = fingerprint(load_space(space))
+    # the old layout: the full dictionary in the user attr, nothing in the system attr
+    study._storage.set_study_system_attr(study._study_id, "flagopt.fingerprint.full", None)
+    study.set_user_attr("flagopt.fingerprint", full)
+    assert run(space, storage, "--trials", "1") == 0  # same space: resumes
+    assert load_study(storage, "bound").user_attrs["flagopt.fingerprint"] == visible
+    study.set_user_attr("flagopt.fingerprint", full)
+    study._storage.set_study_system_attr(study._study_id, "flagopt.fingerprint.full", None)
+    capsys.readouterr()
+    assert run(write(write_space, tmp_path, step_s="0.004"), storage) == 1  # still compared with the old text
+    assert "command[4]" in capsys.readouterr().err

@@ -27,7 +27,21 @@ def test_read_only_verbs_do_not_create_a_storage(tmp_path, capsys, verb):
     assert main([*argv, "--storage", storage]) == 1
     err = capsys.readouterr().err.strip()
     assert err == f"flagopt: error: {storage}: s: no such study: no study storage at {tmp_path}/typo/flagopt.db (nothing created): " \
-                  "check --storage or $FLAGOPT_STORAGE"
+                  "point at the storage `run` wrote: --storage sqlite:////path/to/studies/flagopt.db (an absolute path " \
+                  "has four slashes after sqlite:), or export FLAGOPT_STORAGE=<that URL>"
+    assert tree(tmp_path) == []
+
+
+def test_default_storage_missing_says_where_it_looked_and_how_to_point_at_it(tmp_path, capsys, monkeypatch):
+    """The default storage is relative to the working folder: from another folder every verb used to say only
+    "no study storage"; it says the absolute path it tried, why, and the two ways to point at the real one."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLAGOPT_STORAGE", raising=False)
+    assert main(["status", "demo"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"no study storage at {tmp_path.resolve()}/studies/flagopt.db (nothing created)" in err
+    assert f"the default storage is a path relative to the folder flagopt runs in ({tmp_path.resolve()})" in err
+    assert "--storage sqlite:////path/to/studies/flagopt.db" in err and "export FLAGOPT_STORAGE=" in err
     assert tree(tmp_path) == []
 
 
