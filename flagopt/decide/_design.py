@@ -37,8 +37,9 @@ _TARGET_PART = {"xla": "xla", "libtpu": "libtpu", "env": "env", "arg": "args"}
 def deployed_values(space: Space, default_of: Callable[[str], Any] | None = None) -> dict[str, str | None]:
     """Each param's value in the deployed job, rendered as text (``None``: unset or unknown).
 
-    A flag the deployed ``XLA_FLAGS`` does not set runs at its image default (``baseline.defaults``, else
-    ``default_of``, e.g. the flag registry); an env var the deployed env does not set is unset.
+    A flag the deployed ``XLA_FLAGS`` does not set runs at its image default (``baseline.defaults``, else the param's
+    own ``default:``, else ``default_of``, e.g. the flag registry); an env var or workload arg the deployed job does
+    not set is unset, unless the param states its ``default:``.
     """
     flags: dict[str, str] = {}
     for target, tokens in (("xla", space.baseline.xla_flags), ("libtpu", space.baseline.libtpu_flags)):
@@ -52,12 +53,16 @@ def deployed_values(space: Space, default_of: Callable[[str], Any] | None = None
     for p in space.params:
         if p.target in ("xla", "libtpu"):
             value = flags.get(f"{p.target}:{p.key}", defaults.get(p.key))
+            if value is None and p.default is not None:
+                value = render_value(p.default)  # what the space says the job runs without it: never re-probed
             if value is None and default_of is not None and default_of(p.key) is not None:
                 value = render_value(default_of(p.key))
         elif p.target == "env":
             value = env.get(p.key, defaults.get(p.key))
         else:
             value = args.get(p.key)
+        if value is None and p.default is not None:
+            value = render_value(p.default)
         out[p.name] = value
     return out
 

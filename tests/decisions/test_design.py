@@ -85,3 +85,16 @@ def test_same_value_compares_numbers_as_numbers():
     assert same_value(AG, 1073741824, "1073741824.0")
     assert not same_value(AG, 1073741824, None)
     assert same_value(Param("c", "xla", "x", choices=(True, False)), True, "true")
+
+
+
+def test_a_stated_default_is_the_deployed_value_and_never_probed(tmp_path):
+    """issue 23 point 12: XLA's default eigen=true was probed six times; a param's `default:` says what runs."""
+    for default, probed in (("default: true", [False]), ("", [True, False])):
+        s = space(tmp_path, f"""
+            name: d
+            command: [python, -c, "pass"]
+            params:
+              eigen: {{xla: xla_cpu_use_eigen, choices: [true, false] {", " + default if default else ""}}}
+        """)
+        assert probe_values(s.param("eigen"), deployed_values(s)["eigen"]) == probed
