@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from flagopt import stats
@@ -18,6 +18,7 @@ class Stopping:
 
     space: Space
     max_trials: int
+    promising_unrun: Callable[[Sequence[RunRecord], Sequence[Arm], float], bool]
     started_at: float
     _sigma: float
     _direction: str
@@ -97,7 +98,8 @@ class Stopping:
         if out_of_budget:
             return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
         distinct = [a for a in arms if a.estimate is not None]
-        if len(distinct) >= stop.max_null and not self.candidates(arms, ()):
+        if len(distinct) >= stop.max_null and not self.candidates(arms, ()) \
+                and not self.promising_unrun(records, arms, stop.null_gain):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
