@@ -10,7 +10,7 @@ run's steady value is
 * ``drift``: one smooth curve per block (slot): piecewise linear in ``t`` with a knot every few runs and a random
   walk between knots, so the level follows slow drift and a slot's offset without reading a run's noise as drift;
 * effects: Gaussian prior ``N(0, prior_sd^2)`` each;
-* ``delta ~ N(0, tau^2)`` per configuration: the interactions the data show (the communication that overlap flags
+* ``delta ~ N(0, tau^2)`` per configuration of two or more settings: the interactions the data show (the communication that overlap flags
   hide is one pool: gains are sub-additive and change sign in company) without enumerating pairs.
 
 ``prior_sd``, ``tau`` and the random walk's step are chosen by the marginal likelihood of the runs (empirical
@@ -41,7 +41,7 @@ PRIOR_SD = 0.05
 #: Candidate prior standard deviations of the effects (relative): from "nothing matters" to a microbatch count.
 PRIOR_SD_GRID = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
 #: Candidate values of tau, in units of the run noise sigma (0: the settings add up exactly).
-TAU_GRID = (0.0, 0.5, 1.0, 2.0, 4.0)
+TAU_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 #: Candidate random-walk steps of the drift between two knots, in units of sigma (0: a flat level per block).
 WALK_GRID = (0.0, 0.25, 0.5, 1.0, 2.0)
 #: Runs of a block per drift knot.
@@ -190,6 +190,8 @@ def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: 
     runs when ``None`` (coordinate ascent over their grids).
     """
     features = tuple(sorted({f for o in observations for f in o.features}))
+    # A departure from additivity is an interaction: a configuration of one setting has none (its effect is that)
+    observations = [o if len(o.features) >= 2 else Observation(o.features, "", o.y, o.t, o.block) for o in observations]
     groups = tuple(dict.fromkeys(o.group for o in observations if o.group))
     sigma = max(float(sigma), 1e-6)
     center = float(np.mean([o.y for o in observations])) if observations else 0.0

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 25's real-GPU check on a 2-GPU machine: the FSDP study of fsdp.yaml from scratch with the decision engine of
+# flagopt/decide (max_trials 40), then one interleaved A/B (4 rounds, Latin square) of its export and the study's
+# next two best configurations against the deployed job. Device calls of at most 10 minutes each:
+#   bash docs/validation/h200x2/engine25.sh study 560   # the study (first part)
+#   bash docs/validation/h200x2/engine25.sh ab 560      # the study resumed to its verdict, the export, the A/B
+#   bash docs/validation/h200x2/engine25.sh ab 560      # again if the A/B was cut: it resumes its rounds
+# A machine that went back between calls starts bare: the studies come back as $OUT/studies.tgz after every call;
+# put it in .carry/ (git-ignored, named in the call's carry) and the next call resumes from it.
+set -u
+phase=$1; seconds=$2
+here=docs/validation/h200x2
+storage=sqlite:///studies/flagopt.db
+start=$(date +%s)
+if [ ! -f studies/flagopt.db ] && [ -f .carry/studies.tgz ]; then tar xzf .carry/studies.tgz; fi
+nvidia-smi -L | tee "$OUT/gpus.txt"
+left() { echo $(( seconds - ($(date +%s) - start) )); }
+case $phase in
+  study) bash $here/run_study.sh $here/fsdp.yaml "$seconds" ;;
+  ab)
+    . $here/setup_device.sh
+    timeout -s TERM "$(left)" python3 -m flagopt run --space $here/fsdp.yaml --storage $storage 2>&1 \
+      | tee -a "$OUT/h200x2-fsdp-run.log"
+    python3 -m flagopt leaderboard h200x2-fsdp --storage $storage | tee "$OUT/leaderboard.txt"
+    python3 -m flagopt export h200x2-fsdp --storage $storage -o "$OUT/h200x2-fsdp.env.sh" 2>&1 | tee "$OUT/export.log"
+    # The study's next two best configurations (by the gain people read), other than the export's; without an
+    # export, its three best.
+    [ -s "$OUT/h200x2-fsdp.env.sh" ] && exported=1 || exported=0
+    next=$(python3 - "$exported" <<'PY'
+import sys
+from flagopt.study import study_data
+d = study_data("sqlite:///studies/flagopt.db", "h200x2-fsdp")
+chosen = (d.winner or {}).get("config_key")
+arms = sorted((a for a in d.arms if a.reported is not None and a.config_key != chosen), key=lambda a: -a.reported.gain)
+if sys.argv[1] == "1" and not chosen:
+    arms = arms[1:]  # an unconfirmed export is the best arm
+print(" ".join(f"--trial {a.first.number}" for a in arms[:2 if sys.argv[1] == "1" else 3]))
+PY
+)
+    patch=()
+    [ -s "$OUT/h200x2-fsdp.env.sh" ] && patch=(--patch "$OUT/h200x2-fsdp.env.sh")
+    # shellcheck disable=SC2086  # $next is "--trial N --trial M", made above from trial numbers
+    timeout -s TERM "$(left)" python3 -m flagopt ab h200x2-fsdp --storage $storage --space $here/fsdp.yaml \
+      "${patch[@]}" $next --pairs 4 2>&1 | tee -a "$OUT/ab-fsdp.log"
+    cp studies/h200x2-fsdp/ab/*.json "$OUT/" 2>/dev/null
+    tar czf "$OUT/studies.tgz" --exclude=hlo studies ;;
+  *) echo "engine25.sh: phase is study or ab" >&2; exit 2 ;;
+esac
