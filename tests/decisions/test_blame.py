@@ -71,3 +71,21 @@ def test_blame_covers_only_its_own_param_and_side():
     b = Blame("ag", 2**30, "oom", failed=1, direction=-1)
     assert b.covers("ag", 2**29) and b.covers("ag", 2**30) and not b.covers("ag", 2**31)
     assert not b.covers("p2p", 2**29)
+
+
+def hung(number: int, xla: dict, key: str) -> RunRecord:
+    attrs = {"settings": {"xla": xla, "env": {}, "args": {}, "libtpu": {}}, "failure_class": "hang"}
+    return RunRecord(number, "probe", "p", key, "flake", None, float(number), None, attrs=attrs)
+
+
+def test_a_hang_is_the_infrastructure_s_until_its_retry_hangs_too(tmp_path):
+    """issue 23 point 3: `hang=1` hung, its retry hung, then it was proposed and hung twice more."""
+    once = blames_of(tmp_path, [hung(1, {P2P: True}, "kp")])
+    assert once == []  # one hang: retried, not blamed
+    twice = blames_of(tmp_path, [hung(1, {P2P: True}, "kp"), hung(2, {P2P: True}, "kp")])
+    assert [(b.param, b.value, b.failure_class) for b in twice] == [("p2p", True, "hang")]
+    assert blamed_by(twice, {"p2p": True, "ag": 2**30}) is not None  # the sampler's points with it are not run
+    fine = rec(3, {P2P: True})
+    fine = RunRecord(3, "probe", "p", "kp", "ok", 100.0, 3.0, 0.0, attrs=fine.attrs)  # the same configuration
+    ran = blames_of(tmp_path, [hung(1, {P2P: True}, "kp"), hung(2, {P2P: True}, "kp"), fine])
+    assert ran == []  # it also ran fine once: a flaky node, not the setting

@@ -1,0 +1,71 @@
+"""A combination whose run failed is run once more, then split into its parts (issue 25, defect 2): each of its
+settings ran fine alone, so one failure may be the infrastructure's, and a second one is a setting that fails only
+in company, which its drop-one variants find."""
+
+from __future__ import annotations
+
+import textwrap
+
+from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.space import load_space
+
+SPACE = """
+    name: m
+    command: [python, -c, pass]
+    params:
+      a: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+      b: {xla: xla_gpu_enable_pipelined_reduce_scatter, choices: [true]}
+      c: {env: NCCL_PROTO, choices: [Simple]}
+"""
+
+
+def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None):
+    config = config_of_settings(space, settings, kind="probe", profile="p")
+    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
+    if failure:
+        attrs["failure_class"] = failure
+    kind = "baseline-deployed" if not settings else "probe"
+    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
+                     value, float(number), None, attrs=attrs)
+
+
+def screen(tmp_path, records):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    planner = Planner(space)
+    planner._sigma = 0.005
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    return space, planner.next_screen(records, arms, [], None)
+
+
+def test_a_failed_combination_runs_once_more_then_its_parts(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    combo = {"a": True, "b": True, "c": "Simple"}
+    records = [run(space, 0, {}, 100.0), run(space, 1, {"a": True}, 103.0), run(space, 2, {"b": True}, 102.0),
+               run(space, 3, {}, 100.2), run(space, 4, {"c": "Simple"}, 101.5), run(space, 5, {}, 99.9),
+               run(space, 6, combo, design="combination", status="failed", failure="crash")]
+    _, step = screen(tmp_path, records)
+    assert step is not None and step[2] == "combination" and "once more after crash" in step[1]
+    assert settings_of_record(space, step[0].settings()) == combo
+
+    records.append(run(space, 7, combo, design="combination", status="failed", failure="crash"))
+    _, step = screen(tmp_path, records)
+    assert step is not None and step[2] == "drop-one" and "failed twice" in step[1]
+    part = settings_of_record(space, step[0].settings())
+    assert len(part) == 2 and set(part.items()) < set(combo.items())
+
+
+def test_an_out_of_memory_combination_is_not_run_again_as_it_was(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    combo = {"a": True, "b": True, "c": "Simple"}
+    records = [run(space, 0, {}, 100.0), run(space, 1, {"a": True}, 103.0), run(space, 2, {"b": True}, 102.0),
+               run(space, 3, {}, 100.2), run(space, 4, {"c": "Simple"}, 101.5), run(space, 5, {}, 99.9),
+               run(space, 6, combo, design="combination", status="infeasible", failure="oom")]
+    _, step = screen(tmp_path, records)
+    assert step is None or settings_of_record(space, step[0].settings()) != combo
