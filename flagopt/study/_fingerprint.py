@@ -10,7 +10,8 @@ What invalidates (the earlier runs would be scored against a different job, or p
 command, workdir, baseline (flags, env, env-file content, args, defaults), metric, configs, the executor's kind
 and shape (nodelist, partition, nodes, tasks and GPUs per node, cpus per task, exclusive, extra sbatch
 parameters), a param removed or re-targeted, a param domain that drops values (a removed choice, a narrower range,
-another type, step or log scale), a profile removed or changed.
+another type, step or log scale), a profile removed or changed. A param removed, or choices removed, that no run of
+the epoch ever set (a value pre-flight rejected) invalidate nothing.
 
 What is harmless (every earlier run is still a valid measurement of a configuration the space allows): the stop
 rule and noise settings, timeouts and failure signatures, numerics, export, sampler and seed, evidence, labels
@@ -158,6 +159,40 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     return changes
 
 
+_PART = {"xla": "xla", "libtpu": "libtpu", "env": "env", "arg": "args"}
+
+
+def _unused_ok(changes: list[Change], old: dict[str, Any], new: dict[str, Any], history: list) -> list[Change]:
+    """A removed param, or removed choices, that no run of the epoch ever set leave every run valid.
+
+    Issue 23: a param whose every value pre-flight rejected was never run; removing it from the space (as the
+    verdict advised) was refused, which put aside the 13 valid runs of the study.
+    """
+    def used(param: dict[str, Any], values: list[Any] | None) -> bool:
+        part = _PART.get(param.get("target", ""), param.get("target", ""))
+        for rec in history:
+            if rec.status == "invalid":
+                continue  # never ran: rejected before the job started
+            settings = (rec.attrs.get("settings") or {}).get(part) or {}
+            if param["key"] in settings and (values is None or str(settings[param["key"]]).lower()
+                                             in {str(v).lower() for v in values}):
+                return True
+        return False
+
+    out = []
+    for c in changes:
+        name = c.key.split(".")[1] if c.key.startswith("params.") else ""
+        param = old.get("params", {}).get(name)
+        if c.invalidates and param and c.key == f"params.{name}" and c.new is _ABSENT and not used(param, None):
+            c = Change(c.key, c.old, c.new, False, "removed; no run of this study set it")
+        elif c.invalidates and param and c.key == f"params.{name}.choices" and "choices" in param:
+            gone = [v for v in c.old if v not in c.new]
+            if not used(param, gone):
+                c = Change(c.key, c.old, c.new, False, f"drops {', '.join(map(str, gone))}, which no run set")
+        out.append(c)
+    return out
+
+
 class StudyChanged(StudyError):
     """The space no longer measures what the study's runs measured."""
 
@@ -205,9 +240,10 @@ def bind_study(study: optuna.Study, space: Space, *, rebaseline: bool) -> list[s
     """
     new = fingerprint(space)
     old = stored_fingerprint(study) or _legacy(study, new)
-    changes = compare(old, new) if old is not None else []
+    history = current_history(study)
+    changes = _unused_ok(compare(old, new), old, new, history) if old is not None else []
     breaking = [c for c in changes if c.invalidates]
-    runs = len(current_history(study))
+    runs = len(history)
     notes = []
     if breaking and runs and not rebaseline:
         raise StudyChanged(str(space.source), None, "\n".join([

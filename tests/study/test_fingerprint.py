@@ -67,10 +67,27 @@ def test_env_file_content_and_removed_choice_are_invalidating(write_space, stora
     capsys.readouterr()
     assert run(write(write_space, tmp_path, env="NCCL_PROTO=LL"), storage) == 1
     assert '  baseline.env.NCCL_PROTO: "Simple" -> "LL"\n' in capsys.readouterr().err
-    assert run(write(write_space, tmp_path, choices="[50000]"), storage) == 1
-    assert "  params.tps.choices: [50000, 50100] -> [50000] (drops 50100)\n" in capsys.readouterr().err
+    ran = next(r.attrs["settings"]["args"]["tokens_per_s"] for r in history(load_study(storage, "bound"))
+               if r.kind == "sampled")
+    kept = 50000 if ran == 50100 else 50100
+    assert run(write(write_space, tmp_path, choices=f"[{kept}]"), storage) == 1  # drops a value a run set
+    assert f"  params.tps.choices: [50000, 50100] -> [{kept}] (drops {ran})\n" in capsys.readouterr().err
     study = load_study(storage, "bound")
     assert len(history(study)) == 3 and not junk(study)
+
+
+def test_removing_what_no_run_set_keeps_the_study(write_space, storage, tmp_path, capsys):
+    """issue 23 point 1: a param pre-flight rejected was never run; removing it put aside every valid run."""
+    (tmp_path / "deployed.env").write_text("export NCCL_PROTO=Simple\n")
+    unused = SPACE.replace("      tps:", "      unused: {{env: NCCL_ALGO, choices: [Tree, Ring]}}\n      tps:")
+    command = FAULTY.replace("{step_s}", "0.003")
+    assert run(write_space(unused.format(command=command, choices="[50000, 50100]", max_trials=40)), storage,
+               "--trials", "2") == 0  # the two baselines: no run sets NCCL_ALGO
+    capsys.readouterr()
+    assert run(write(write_space, tmp_path), storage, "--trials", "1") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "params.unused removed; no run of this study set it" in out
+    assert load_study(storage, "bound").user_attrs.get("flagopt.epoch", 0) == 0
 
 
 def test_new_choice_and_wider_budget_are_accepted_and_said(write_space, storage, tmp_path, capsys):
