@@ -17,6 +17,9 @@ from flagopt.space import Space
 #: Runs between two controls at the least: with repeats of other configurations the drift between controls is
 #: measured anyway, and a control every other run spent ~40 % of a study on controls.
 CONTROL_MIN_GAP = 4
+#: Runs between two controls until the drift is measured (three controls), and at the least after that: every
+#: sixth run was 17 % of a study's runs on controls; the effects model reads drift from every run in between.
+CONTROL_FIRST_GAP = 7
 #: Runs between two controls at the most, where the measured drift allows it (controls <= 15 % of a study's runs).
 CONTROL_MAX_GAP = 10
 
@@ -42,7 +45,8 @@ class Race:
         every = self.space.noise.baseline_every
         if every is None:
             every = stats.drift_interval(baseline_runs(records, self._direction), t_per_trial=seconds_per_run(records),
-                                         k_min=CONTROL_MIN_GAP + 1, k_max=CONTROL_MAX_GAP)
+                                         k_min=CONTROL_FIRST_GAP, k_max=CONTROL_MAX_GAP,
+                                         sigma_floor=stats.DEFAULT_NOISE_FLOOR)
         return since >= every
 
     def eligible(self, arms: Sequence[Arm]) -> list[Arm]:

@@ -160,6 +160,7 @@ def drift_interval(
     budget_sigma: float = 0.5,
     t_per_trial: float = 1.0,
     window: int = 6,
+    sigma_floor: float = 0.0,
 ) -> int:
     """How many trials to run between two baseline controls, adaptive to the measured drift.
 
@@ -176,7 +177,9 @@ def drift_interval(
     runs = [r for r in baselines if r.value > 0]
     if len(runs) < 3:
         return k_min
-    sigma = noise_estimate(runs).sigma
+    # A sigma from three or four controls (two degrees of freedom) is often a fraction of the true one, and a
+    # control then came every k_min runs: never below the noise floor the planner uses.
+    sigma = max(noise_estimate(runs).sigma, sigma_floor)
     # The slope of a few noisy controls is mostly their noise: only the part beyond its standard error is drift
     # (else a flat job got a control every fifth run, 17 % of a study's runs).
     rate = drift_rate(runs, window=window)
