@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from flagopt.study._planner import Plan, Verdict
 
 
+#: the stop verdicts of a signal (the driver's ``stopped by <signal>``)
+SIGNAL_STOPS = ("stopped by SIGINT", "stopped by SIGTERM")
+
+
 class Progress(StudyObserver):
     """The console observer: one line per trial; the live status line only appears on a terminal."""
 
@@ -82,6 +86,8 @@ class Progress(StudyObserver):
 
     def verdict(self, study: optuna.Study, verdict: Verdict | None) -> None:
         self.close()
+        if verdict is not None and verdict.reason == "stopped" and verdict.message in SIGNAL_STOPS:
+            return  # Ctrl-C / SIGTERM: `run` says it in one line
         if verdict is not None and not self.quiet:
             self.console.print(f"[bold]verdict ({verdict.reason}):[/bold] {verdict.message}")
 
