@@ -309,15 +309,20 @@ def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, .
 
 def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportData:
     """Compute every section of the report from ``data`` (reads other studies of the storage for sign flips)."""
-    from flagopt.export import build_export, render_env_sh
+    from flagopt.export import NoWinner, build_export, render_env_sh
     from flagopt.report._bubble import bubble_of
     header, command = header_of(data)
     top, bottom = rows_of(data)
     others = other_cells(data)
     where = f" --storage {shlex.quote(storage_hint)}" if storage_hint else ""
     try:
-        export_text = render_env_sh(build_export(data))
+        export = build_export(data)
+        export_text = render_env_sh(export)
         note = f"Written by `python -m flagopt export {shlex.quote(data.name)}{where} -o patch.env.sh`."
+        if export.choice.numerics_warning:
+            note = f"**{export.choice.numerics_warning}.** {note}"
+    except NoWinner as exc:
+        export_text, note = "", f"**Keep the deployed job.** {exc.reason[:1].upper()}{exc.reason[1:]}"
     except FlagoptError as exc:
         export_text, note = "", f"Nothing to deploy: {exc.reason}"
     return ReportData(
