@@ -49,16 +49,17 @@ class NoWinner(StudyError):
     """The study confirmed no configuration: keep the deployed job (``export --trial N`` trials one anyway)."""
 
 
-def _from_arm(arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) -> Choice:
-    # The gain an engineer acts on comes from the runs that did not select the arm (statistics.md §11).
-    est = arm.reported if arm is not None else None
+def _from_arm(data: StudyData, arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) -> Choice:
+    # The winner's gain comes from the runs that did not select it (statistics.md §11); any other arm's from all
+    # its runs: the number the leaderboard and `status` show for it.
+    est, fresh_runs = data.shown(arm) if arm is not None else (None, 0)
     every = arm.estimate if arm is not None else None
     # The arm's successful runs share one environment; prefer one over a failed first attempt.
     shown = arm.runs[0] if arm is not None and arm.runs and not record.ok else record
     return Choice(record=shown, label=arm.label if arm is not None else record.label, confirmed=confirmed, why=why,
                   gain=est.gain if est else record.gain, ci=(est.lo, est.hi) if est else None,
                   runs=arm.n if arm is not None else int(record.ok), verdict=arm.verdict if arm is not None else "unknown",
-                  fresh_runs=arm.fresh_runs if arm is not None else 0,
+                  fresh_runs=fresh_runs,
                   all_runs_gain=every.gain if every else None, all_runs_ci=(every.lo, every.hi) if every else None,
                   numerics=_numerics_of(arm, record))
 
@@ -93,21 +94,21 @@ def choose(data: StudyData, trial: int | None = None) -> Choice:
         confirmed = bool(winner) and winner.get("config_key") == record.config_key
         why = f"verdict {verdict.get('reason')}: {verdict.get('message')}" if confirmed else (
             f"trial {trial} was asked for by number; its configuration is not the study's confirmed winner")
-        return _from_arm(arm, record, confirmed=confirmed, why=why)
+        return _from_arm(data, arm, record, confirmed=confirmed, why=why)
     if winner:
         number = int(winner["trial"])
         record = data.record(number)
         if record is None:
             raise StudyError(data.name, "flagopt.verdict.winner", f"names trial {number}, which is not in the study")
-        return _from_arm(data.arm_of_trial(number), record, confirmed=True,
+        return _from_arm(data, data.arm_of_trial(number), record, confirmed=True,
                          why=f"verdict {verdict.get('reason')}: {verdict.get('message')}")
     state = f"verdict {verdict['reason']}: {verdict['message']}" if verdict else "the study has no verdict yet"
     best = data.best_arm
     lead = ""
-    if best is not None and best.reported is not None:
-        est = best.reported
+    shown, fresh_runs = data.shown(best) if best is not None else (None, 0)
+    if best is not None and shown is not None:
         lead = (f" The best estimate so far is {best.label} (trial {best.first.number}) "
-                f"{gain_text(est.gain, (est.lo, est.hi), best.n, fresh_runs=best.fresh_runs)}, not confirmed; to trial "
+                f"{gain_text(shown.gain, (shown.lo, shown.hi), best.n, fresh_runs=fresh_runs)}, not confirmed; to trial "
                 f"it anyway: python -m flagopt export {data.name} --trial {best.first.number} (the patch says "
                 "UNCONFIRMED).")
         flagged = _numerics_of(best, best.first)

@@ -130,6 +130,10 @@ class StudyRunner(Launching, Recovery):
             if self.handle_signals else {}
         try:
             self._record_study()
+            if self.study.user_attrs.get("flagopt.verdict"):
+                # It judged the records and budget of the last run (a raised max_trials, new runs): this run decides
+                # again, and until it does, `status` and `leaderboard` must not repeat the old one.
+                self.study.set_user_attr("flagopt.verdict", None)
             if self.preflight_excluded:
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))
             self._recover()
