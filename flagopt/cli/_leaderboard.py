@@ -32,9 +32,10 @@ def run(args: argparse.Namespace) -> int:
                 for row in frame.to_dict(orient="records")]
         print(json.dumps(rows, indent=2, default=str))
         return 0
-    table = Table(title=f"{args.study} — Δ% vs baseline-deployed (drift-corrected)")
-    for col, justify in (("#", "right"), ("profile", "left"), ("flags", "left"),
-                         (metric_label(data.metric_field, data.direction), "right"),
+    # The metric's own name goes in the title: a long one as a column header would squeeze the flags column.
+    table = Table(title=f"{args.study} — Δ% vs baseline-deployed (drift-corrected); steady = "
+                        f"{metric_label(data.metric_field, data.direction)}")
+    for col, justify in (("#", "right"), ("profile", "left"), ("flags", "left"), ("steady", "right"),
                          ("step (s)", "right"), ("Δ%", "right"), ("95% CI", "right"), ("verdict", "left"),
                          ("runs", "right"), ("status", "left")):
         table.add_column(col, justify=justify, overflow="fold")
