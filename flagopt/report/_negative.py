@@ -14,7 +14,9 @@ every setting to the value already in effect, XLA's own defaults included (the f
 
 Example:
     >>> h = Finding("s#1", "NCCL_PROTO=LL", ("NCCL_PROTO=LL",), -9.0, -11.0, -7.0, 1, "hurts", sampled=True)
-    >>> negative_lines([h, h._replace(label="s#2", gain_pct=-12.0)], [])[0].startswith("**`NCCL_PROTO=LL`**")
+    >>> ok = Finding("s#4", "NCCL_PROTO=Simple", ("NCCL_PROTO=Simple",), 1.0, -1.0, 3.0, 1, "", sampled=True)
+    >>> hurt = [h, h._replace(label="s#2", gain_pct=-12.0), h._replace(label="s#3", gain_pct=-10.0)]
+    >>> negative_lines([*hurt, ok], [])[0].startswith("**`NCCL_PROTO=LL`** hurt in all 3 configurations")
     True
 """
 
