@@ -170,7 +170,7 @@ def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Se
         parts += ["## Results: held-out random landscapes", markdown_table(COLUMNS, rows(held_out))]
     parts.append(METRIC_TEXT)
     if checks:
-        parts += ["## Targets (issue 12)", _targets_md(checks)]
+        parts += ["## Targets (issue 25)", _targets_md(checks)]
     if held_checks:
         parts += ["### Targets on the held-out families", _targets_md(held_checks)]
     parts += ["## Notes", notes, ""]

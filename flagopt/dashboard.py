@@ -42,7 +42,7 @@ def live_note(data: StudyData) -> str:
     lines = [NOTE_TITLE, "", f"**{cell(data.model_tag)}** ({cell(data.parallelism or '-')}), "
              f"{len(data.all_records)} trials, Δ% drift-corrected vs baseline-deployed.", ""]
     verdict = data.verdict
-    lines.append(f"**Verdict ({verdict.get('reason')})**: {verdict.get('message')}" if verdict
+    lines.append(f"**Verdict ({verdict.get('reason')})**: {data.verdict_text}" if verdict
                  else "**Verdict**: none yet (the study is running or stopped before deciding).")
     slots = data.slot_summary()
     if len(slots) > 1 or any(s.lost for s in slots):

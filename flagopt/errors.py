@@ -7,6 +7,8 @@ from dataclasses import dataclass
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: Ctrl-C, as shells report it (128 + SIGINT); SIGTERM gives 143 (128 + 15).
+EXIT_INTERRUPTED = 130
 
 
 class FlagoptError(Exception):

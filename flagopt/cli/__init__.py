@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from flagopt import __version__
 from flagopt.cli import _ab, _dashboard, _evidence, _export, _leaderboard, _report, _run, _status, _validate
-from flagopt.errors import EXIT_FAILURE, FlagoptError
+from flagopt.errors import EXIT_INTERRUPTED, FlagoptError
 
 from flagopt.cli import _compare, _delete, _studies  # noqa: I001 (the study verbs: listing, deleting, comparing)
 
@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; returns the exit status.
+
+    ``argv=None`` reads the process's command line: this is the program (``python -m flagopt``, the ``flagopt``
+    script), so ``run`` owns SIGINT/SIGTERM and stops cleanly on them. Given ``argv`` (a test, another program),
+    Ctrl-C interrupts the caller as usual, after ``run`` has cancelled its jobs.
+    """
     import warnings
 
     import optuna
@@ -42,11 +48,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.own_signals = argv is None
     try:
         return int(args.handler(args) or 0)
     except FlagoptError as exc:
         print(f"flagopt: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("flagopt: interrupted", file=sys.stderr)
-        return EXIT_FAILURE
+        if not args.own_signals:
+            raise  # the caller's Ctrl-C (pytest, a notebook): theirs to handle
+        print("flagopt: cancelled by you (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED

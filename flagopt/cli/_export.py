@@ -1,4 +1,7 @@
-"""``flagopt export STUDY``: the confirmed winner (or a named trial) as env.sh, JSON or an XLA flag string."""
+"""``flagopt export STUDY``: the confirmed winner (or a named trial) as env.sh, JSON or an XLA flag string.
+
+Without a confirmed winner it writes nothing and exits 1: keep the deployed job.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +16,14 @@ from flagopt.study import study_data
 
 
 def add(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="write the study's winner as a deployable patch (env.sh, json, xla-flags)",
+    p = sub.add_parser("export", help="write the study's confirmed winner as a deployable patch (env.sh, json, "
+                                      "xla-flags); without one, say 'keep the deployed job' and exit 1",
                        **examples("python -m flagopt export demo -o patch.env.sh"))
     p.add_argument("study")
     add_storage(p)
     p.add_argument("--trial", type=int, default=None, metavar="N",
-                   help="export trial N instead of the confirmed winner")
+                   help="export trial N instead of the confirmed winner, e.g. to trial the best estimate of a study "
+                        "that confirmed none (the patch says UNCONFIRMED)")
     p.add_argument("--format", choices=FORMATS, default="env.sh", help="default: env.sh")
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="write here instead of stdout")
     p.set_defaults(handler=run)

@@ -9,7 +9,8 @@ import math
 from rich.table import Table
 
 from flagopt.cli._common import add_storage, console, examples
-from flagopt.study import compact_settings, is_nan, param_names, short_flag_names, slot_line, study_data
+from flagopt.study import (compact_settings, drift_disagreements, drift_note, is_nan, metric_label, metric_text,
+                           param_names, short_flag_names, slot_line, study_data)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -33,8 +34,10 @@ def run(args: argparse.Namespace) -> int:
                 for row in frame.to_dict(orient="records")]
         print(json.dumps({"study": data.name, "verdict": data.verdict, "rows": rows}, indent=2, default=str))
         return 0
-    table = Table(title=f"{args.study} — Δ% vs baseline-deployed (drift-corrected)")
-    for col, justify in (("#", "right"), ("profile", "left"), ("flags", "left"), ("tokens/s", "right"),
+    # The metric's own name goes in the title: a long one as a column header would squeeze the flags column.
+    table = Table(title=f"{args.study} — Δ% vs baseline-deployed (drift-corrected); steady = "
+                        f"{metric_label(data.metric_field, data.direction)}")
+    for col, justify in (("#", "right"), ("profile", "left"), ("flags", "left"), ("steady", "right"),
                          ("step (s)", "right"), ("Δ%", "right"), ("95% CI", "right"), ("verdict", "left"),
                          ("runs", "right"), ("status", "left")):
         table.add_column(col, justify=justify, overflow="fold")
@@ -48,14 +51,26 @@ def run(args: argparse.Namespace) -> int:
             flags = compact_settings(settings_of[row.trial], names, short)
         ci = "" if is_nan(row.ci_lo_pct) else f"[{row.ci_lo_pct:+.2f}, {row.ci_hi_pct:+.2f}]"
         table.add_row(str(row.trial), str(row.profile), flags,
-                      "" if is_nan(row.steady) else f"{row.steady:,.1f}", "" if is_nan(row.step_s) else f"{row.step_s:.3f}",
+                      metric_text(row.steady), "" if is_nan(row.step_s) else f"{row.step_s:.3f}",
                       "" if is_nan(row.delta_pct) else f"{row.delta_pct:+.2f}", ci, str(row.verdict),
-                      str(row.runs) + (f" on {len(row.slots)} slots" if several and len(row.slots) > 1 else ""),
+                      str(row.runs) + (f" ({row.fresh_runs} fresh)" if row.fresh_runs else "")
+                      + (f" on {len(row.slots)} slots" if several and len(row.slots) > 1 else ""),
                       str(row.status) + (f" ({row.failure})" if row.failure else ""))
     out.print(table)
+    if frame["fresh_runs"].any():
+        out.print("The winner's Δ% is what the verdict claims: its runs after the one that selected it (fresh); "
+                  "every other row is over all its runs.", markup=False)
+    note = drift_note(drift_disagreements(frame, data.direction), data.metric_field)
+    if note:
+        out.print(note, markup=False)
+    if data.direction == "minimize":
+        out.print(f"Δ% is the speed-up: baseline {data.metric_field} / this {data.metric_field} - 1, so + is faster "
+                  "(lower is better for this metric).", markup=False)
+    used, budget = data.budget
+    out.print(f"budget: {used} of max_trials {budget} runs used", markup=False)
     if several:
         out.print("slots: " + "; ".join(slot_line(s) for s in data.slot_summary()))
     verdict = data.verdict
     if verdict:
-        out.print(f"verdict ({verdict['reason']}): {verdict['message']}")
+        out.print(f"verdict ({verdict['reason']}): {data.verdict_text}", markup=False)
     return 0

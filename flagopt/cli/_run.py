@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
+import sys
 from pathlib import Path
 
 from flagopt.cli._common import add_storage, console, examples
@@ -112,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     runner = StudyRunner(space=space, executor=executor, storage=args.storage, sampler=args.sampler,
                          n_trials=args.trials, force=args.force, detach=args.detach, rebaseline=args.rebaseline,
                          max_in_flight=in_flight, progress=Observers(LiveView(progress.note), progress),
-                         default_of=_registry_default(), preflight_excluded=tuple(excluded))
+                         default_of=_registry_default(), preflight_excluded=tuple(excluded),
+                         handle_signals=getattr(args, "own_signals", False))
     out.print(f"study [bold]{space.name}[/bold] ({space.model_tag}, {space.parallelism or 'parallelism not given'}) "
               f"on {executor.kind}; storage {shown_url(storage_url(args.storage))}")
     try:
@@ -122,6 +125,20 @@ def run(args: argparse.Namespace) -> int:
         from flagopt.cli._leaderboard import run as print_leaderboard
         print_leaderboard(argparse.Namespace(study=space.name, storage=args.storage, json=False, wide=False))
         raise
+    resume = shlex.join(["python", "-m", "flagopt", "run", "--space", str(args.space)]
+                        + (["--storage", shown_url(args.storage)] if args.storage else []))
+    if runner.stop_signal is not None:
+        # One line for the person who pressed Ctrl-C (or sent SIGTERM), and the shell's status for that signal.
+        what = "Ctrl-C" if runner.stop_signal == signal.SIGINT else signal.Signals(runner.stop_signal).name
+        jobs = ("the running jobs were left running; `" + resume + "` re-attaches them") if args.detach else \
+            ("the running jobs were cancelled and will run again; `" + resume + "` resumes the study")
+        print(f"flagopt: cancelled by you ({what}): {jobs}", file=sys.stderr)
+        return 128 + runner.stop_signal
+    if not any(r.is_baseline and r.ok for r in runner.records()):
+        # cron and CI read the status: a study that measured nothing is not a success
+        why = f" ({verdict.reason}: {verdict.message})" if verdict is not None else ""
+        print(f"flagopt: error: nothing could be measured: baseline-deployed never ran ok{why}", file=sys.stderr)
+        return EXIT_FAILURE
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {shlex.quote(shown_url(args.storage))}" if args.storage else ""))
     return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE

@@ -39,9 +39,10 @@ def run(args: argparse.Namespace) -> int:
         out.print("running: none", markup=False)
     for line in st.slots:
         out.print(f"slot {line}", markup=False)
+    out.print(f"budget: {st.budget[0]} of max_trials {st.budget[1]} runs used", markup=False)
     out.print(f"best so far: {st.best}", markup=False)
     if st.verdict:
-        out.print(f"verdict ({st.verdict.get('reason')}): {st.verdict.get('message')}", markup=False)
+        out.print(f"verdict ({st.verdict.get('reason')}): {st.verdict_text}", markup=False)
     else:
         out.print("verdict: none yet", markup=False)
     return 0

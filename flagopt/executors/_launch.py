@@ -83,6 +83,16 @@ def child_environment(overrides: dict[str, str | None], base: dict[str, str] | N
     return env
 
 
+def _default_interrupts() -> None:
+    """Give SIGINT its default meaning back before the command starts: an ignored signal stays ignored across
+    ``exec``, and the local executor starts its jobs with SIGINT ignored (the terminal's Ctrl-C is the driver's)."""
+    try:
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: nothing was changed here either
+        pass
+
+
 def run_trial(launch: TrialLaunch) -> RunOutcome:
     """Run ``launch.argv`` to the end (or until a watchdog fires) and describe how it ended."""
     rank = task_rank()
@@ -92,6 +102,7 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
     started_at = time.time()
     step_times: list[float] = []
 
+    _default_interrupts()
     try:
         proc = subprocess.Popen(
             list(launch.argv),

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import submitit
@@ -27,7 +30,7 @@ class LocalTrialJob(TrialJob):
         return JobStatus(self.job_id, "RUNNING" if not done else "FINISHED", done, detail=state)
 
     def cancel(self) -> None:
-        self._job.cancel()
+        _stop_controller(self.job_id)
 
     def result(self, timeout_s: float | None = None) -> JobResult:
         deadline = None if timeout_s is None else time.time() + timeout_s
@@ -57,6 +60,31 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _stop_controller(job_id: str) -> None:
+    """Cancel a local job: SIGTERM to submitit's controller, which passes it to the task, where ``run_trial`` stops
+    the trial and still reports it. (submitit's own cancel sends SIGINT, which the controller answers with a
+    ``KeyboardInterrupt`` traceback on the user's terminal and a SIGKILL of the task a second later.)"""
+    if job_id.isdigit() and _pid_alive(int(job_id)):
+        try:
+            os.kill(int(job_id), signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+@contextlib.contextmanager
+def _terminal_interrupts_ignored() -> Iterator[None]:
+    """Start submitit's controller with SIGINT ignored: a Ctrl-C in the terminal reaches the whole foreground process
+    group, and the controller would print a ``KeyboardInterrupt`` traceback; the driver cancels its jobs itself."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal dispositions can only be changed from the main thread
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class AttachedLocalJob(TrialJob):
     """A local job started by an earlier driver: its controller pid and result pickle are all we have."""
 
@@ -75,8 +103,7 @@ class AttachedLocalJob(TrialJob):
         return JobStatus(self.job_id, "UNKNOWN", True, detail="controller gone and no result")
 
     def cancel(self) -> None:
-        if self.job_id.isdigit() and _pid_alive(int(self.job_id)):
-            os.kill(int(self.job_id), signal.SIGINT)
+        _stop_controller(self.job_id)
 
     def result(self, timeout_s: float | None = None) -> JobResult:
         deadline = None if timeout_s is None else time.time() + timeout_s
@@ -107,7 +134,8 @@ class LocalExecutor(BaseExecutor):
         for name in _GPU_VARS:
             env.setdefault(name, os.environ.get(name))
         launch = TrialLaunch(**{**launch.__dict__, "env": env})
-        return LocalTrialJob(self._executor.submit(run_trial, launch))
+        with _terminal_interrupts_ignored():
+            return LocalTrialJob(self._executor.submit(run_trial, launch))
 
     def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
         folder = self.folder / job_id

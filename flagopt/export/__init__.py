@@ -8,11 +8,11 @@ Example:
 
 from __future__ import annotations
 
-from flagopt.export._choose import Choice, choose, gain_text
+from flagopt.export._choose import Choice, NoWinner, choose, gain_text
 from flagopt.export._formats import FORMATS, Export, build_export, render, render_env_sh, render_json, render_xla_flags
 from flagopt.export._patch import Patch, baseline_for, patch_of
 
 __all__ = [
-    "FORMATS", "Choice", "Export", "Patch", "baseline_for", "build_export", "choose", "gain_text", "patch_of", "render",
+    "FORMATS", "Choice", "Export", "NoWinner", "Patch", "baseline_for", "build_export", "choose", "gain_text", "patch_of", "render",
     "render_env_sh", "render_json", "render_xla_flags",
 ]

@@ -1,4 +1,6 @@
-"""Which run to export: the confirmed winner by default, a named trial, or else the best arm, marked UNCONFIRMED."""
+"""Which run to export: the confirmed winner by default, or a trial asked for by number (marked UNCONFIRMED unless it
+is the winner). Without a confirmed winner there is nothing to deploy: :class:`NoWinner` says "keep the deployed job".
+"""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ class Choice:
     fresh_runs: int = 0
     all_runs_gain: float | None = None
     all_runs_ci: tuple[float, float] | None = None
+    #: why the numerics guard flagged this configuration (its final loss drifted from the baseline's), if it did
+    numerics: str | None = None
 
     @property
     def headline(self) -> str:
@@ -32,18 +36,37 @@ class Choice:
         gain = gain_text(self.gain, self.ci, self.runs, fresh_runs=self.fresh_runs)
         return f"{state}: {self.label} (trial {self.record.number}) {gain}; {self.why}"
 
+    @property
+    def numerics_warning(self) -> str | None:
+        """One line when the numerics guard flagged the configuration: it is never exported silently."""
+        if not self.numerics:
+            return None
+        return (f"NUMERICS FLAGGED: {self.numerics}; check the loss curve against the deployed job's before "
+                "deploying")
 
-def _from_arm(arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) -> Choice:
-    # The gain an engineer acts on comes from the runs that did not select the arm (statistics.md §11).
-    est = arm.reported if arm is not None else None
+
+class NoWinner(StudyError):
+    """The study confirmed no configuration: keep the deployed job (``export --trial N`` trials one anyway)."""
+
+
+def _from_arm(data: StudyData, arm: Arm | None, record: RunRecord, *, confirmed: bool, why: str) -> Choice:
+    # The winner's gain comes from the runs that did not select it (statistics.md §11); any other arm's from all
+    # its runs: the number the leaderboard and `status` show for it.
+    est, fresh_runs = data.shown(arm) if arm is not None else (None, 0)
     every = arm.estimate if arm is not None else None
     # The arm's successful runs share one environment; prefer one over a failed first attempt.
     shown = arm.runs[0] if arm is not None and arm.runs and not record.ok else record
     return Choice(record=shown, label=arm.label if arm is not None else record.label, confirmed=confirmed, why=why,
                   gain=est.gain if est else record.gain, ci=(est.lo, est.hi) if est else None,
                   runs=arm.n if arm is not None else int(record.ok), verdict=arm.verdict if arm is not None else "unknown",
-                  fresh_runs=arm.fresh_runs if arm is not None else 0,
-                  all_runs_gain=every.gain if every else None, all_runs_ci=(every.lo, every.hi) if every else None)
+                  fresh_runs=fresh_runs,
+                  all_runs_gain=every.gain if every else None, all_runs_ci=(every.lo, every.hi) if every else None,
+                  numerics=_numerics_of(arm, record))
+
+
+def _numerics_of(arm: Arm | None, record: RunRecord) -> str | None:
+    runs = arm.runs if arm is not None else (record,)
+    return next((str(r.attrs["numerics_flag"]) for r in runs if r.attrs.get("numerics_flag")), None)
 
 
 def choose(data: StudyData, trial: int | None = None) -> Choice:
@@ -54,7 +77,8 @@ def choose(data: StudyData, trial: int | None = None) -> Choice:
         trial: a trial number to export instead of the study's winner.
 
     Raises:
-        StudyError: the trial does not exist or is not a flagopt trial, or nothing has a measured gain yet.
+        NoWinner: no ``trial`` was asked for and the study confirmed no winner (keep the deployed job).
+        StudyError: the trial does not exist or is not a flagopt trial.
     """
     winner = data.winner
     verdict = data.verdict or {}
@@ -70,18 +94,24 @@ def choose(data: StudyData, trial: int | None = None) -> Choice:
         confirmed = bool(winner) and winner.get("config_key") == record.config_key
         why = f"verdict {verdict.get('reason')}: {verdict.get('message')}" if confirmed else (
             f"trial {trial} was asked for by number; its configuration is not the study's confirmed winner")
-        return _from_arm(arm, record, confirmed=confirmed, why=why)
+        return _from_arm(data, arm, record, confirmed=confirmed, why=why)
     if winner:
         number = int(winner["trial"])
         record = data.record(number)
         if record is None:
             raise StudyError(data.name, "flagopt.verdict.winner", f"names trial {number}, which is not in the study")
-        return _from_arm(data.arm_of_trial(number), record, confirmed=True,
+        return _from_arm(data, data.arm_of_trial(number), record, confirmed=True,
                          why=f"verdict {verdict.get('reason')}: {verdict.get('message')}")
-    best = data.best_arm
-    if best is None:
-        raise StudyError(data.name, None, "no configuration has a measured gain yet: run more trials "
-                         "(python -m flagopt run), or export one with --trial N")
     state = f"verdict {verdict['reason']}: {verdict['message']}" if verdict else "the study has no verdict yet"
-    return _from_arm(best, best.runs[0] if best.runs else best.first, confirmed=False,
-                     why=f"best estimate so far, not a confirmed winner ({state})")
+    best = data.best_arm
+    lead = ""
+    shown, fresh_runs = data.shown(best) if best is not None else (None, 0)
+    if best is not None and shown is not None:
+        lead = (f" The best estimate so far is {best.label} (trial {best.first.number}) "
+                f"{gain_text(shown.gain, (shown.lo, shown.hi), best.n, fresh_runs=fresh_runs)}, not confirmed; to trial "
+                f"it anyway: python -m flagopt export {data.name} --trial {best.first.number} (the patch says "
+                "UNCONFIRMED).")
+        flagged = _numerics_of(best, best.first)
+        if flagged:
+            lead += f" Its NUMERICS were FLAGGED: {flagged}."
+    raise NoWinner(data.name, None, f"no confirmed winner, so nothing to deploy: keep the deployed job ({state}).{lead}")

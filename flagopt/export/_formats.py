@@ -55,7 +55,9 @@ def build_export(data: StudyData, trial: int | None = None) -> Export:
         "versions": versions, "device_kind": info.get("device_kind"), "num_devices": info.get("num_devices"),
         "exported_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "flagopt": __version__,
     }
-    warnings = () if choice.confirmed else (f"flagopt: {choice.headline}",)
+    warnings = (() if choice.confirmed else (f"flagopt: {choice.headline}",)) + \
+        ((f"flagopt: {choice.numerics_warning}",) if choice.numerics_warning else ())
+    provenance["numerics"] = choice.numerics
     return Export(study=data.name, choice=choice, patch=patch, provenance=provenance,
                   guard_variable=str(guard_variable) if guarded else None,
                   guard_value=data.parallelism if guarded else None, warnings=warnings)
@@ -72,6 +74,7 @@ def render_env_sh(ex: Export) -> str:
     lines = ["# flagopt export: source this after the deployed environment is set (bash).",
              _comment(f"study {p['study']}, trial {p['trial']} ({p['label']})"),
              _comment(c.headline),
+             *([_comment(c.numerics_warning)] if c.numerics_warning else []),
              _comment(f"model_tag {p['model_tag']} · parallelism {p['parallelism'] or '-'} · "
                       f"nodelist {p['nodelist'] or '-'} · host {p['host'] or '-'} · job {p['job_id'] or '-'}")]
     if p["versions"] or p["device_kind"]:
@@ -87,6 +90,8 @@ def render_env_sh(ex: Export) -> str:
     body: list[str] = []
     if not c.confirmed:
         body.append(f"echo {shlex.quote('flagopt: WARNING: ' + _CONTROL.sub(' ', c.headline))} >&2")
+    if c.numerics_warning:
+        body.append(f"echo {shlex.quote('flagopt: WARNING: ' + _CONTROL.sub(' ', c.numerics_warning))} >&2")
     for variable, tokens in ex.patch.flags.items():
         body.append(f'export {variable}="${{{variable}:+${variable} }}"{shlex.quote(" ".join(tokens))}')
     for name, value in ex.patch.env.items():

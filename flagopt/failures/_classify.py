@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ from flagopt.failures._signatures import Signature, load_signature_table
 from flagopt.flags import FlagRegistry, parse_flag_rejection
 
 _MAX_LINES = 20
+_TAIL_LINES = 5
+_STEP_LINE = re.compile(r"(?i)completed step:?\s*\d+")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,19 @@ def _match(lines: Sequence[str], signatures: Sequence[Signature], steps_seen: in
                         entry.groups[key] = int(value) if value.isdigit() else value
                 break
     return found
+
+
+def log_tail(lines: Sequence[str], n: int = _TAIL_LINES) -> tuple[str, ...]:
+    """The last ``n`` meaningful lines of a log: not blank, not a step line (those say the job was still healthy).
+
+    Shown when no signature explains a failure, so the reason is never only an exit code (docs/failures.md).
+
+    Example:
+        >>> log_tail(["completed step: 3, loss: 2.1", "Traceback (most recent call last):", "", "  boom", ""], 2)
+        ('Traceback (most recent call last):', '  boom')
+    """
+    out = [line.rstrip() for line in lines if line.strip() and not _STEP_LINE.search(line)]
+    return tuple(line[:300] for line in out[-n:])
 
 
 def _last_loss(lines: Sequence[str]) -> float | None:
@@ -261,6 +277,12 @@ def classify(
         return make(s.CANCELLED, "the job was cancelled from outside (scancel or a signal to the runner)")
     if s.CRASH in found or sig is not None or (exit_code not in (0, None)) or state == "FAILED":
         hint = " (SIGKILL from outside: often the kernel's OOM killer)" if sig == signal.SIGKILL else ""
-        return make(s.CRASH, _reason(s.CRASH, found.get(s.CRASH), f"the job failed with {_exit_text(exit_code)}{hint}"))
+        default = f"the job failed with {_exit_text(exit_code)}{hint}"
+        if s.CRASH in found:
+            return make(s.CRASH, _reason(s.CRASH, found[s.CRASH], default))
+        tail = log_tail(lines)
+        # No signature explains it: the log's last words are the best lead there is.
+        crash = make(s.CRASH, f"{default}; the log ends: {tail[-1].strip()}" if tail else f"{default}; the log is empty")
+        return Failure(crash.failure_class, crash.reason, tail, crash.details)
     return make(s.INCOMPLETE, f"the job ended ({_exit_text(exit_code)}) after {steps_seen} steps, before the "
                 "measurement window was complete; raise steps or shorten the window")  # fmt: skip

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flagopt.study import settings_text
@@ -51,11 +52,27 @@ def in_effect(space: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {sec: {**defaults, **values} for sec, values in deployed.items()}
 
 
-def changed(settings: dict[str, Any] | None, space: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``settings`` without the entries equal to the value already in effect (see :func:`in_effect`)."""
+def changed(settings: dict[str, Any] | None, space: dict[str, Any],
+            default_of: Callable[[str], Any] | None = None) -> dict[str, dict[str, Any]]:
+    """``settings`` without the entries equal to the value already in effect (see :func:`in_effect`).
+
+    ``default_of`` gives XLA's own default of a flag the space neither deploys nor declares (the flag registry): a
+    probe of ``--xla_cpu_multi_thread_eigen=true`` changes nothing where that is XLA's default.
+
+    Example:
+        >>> changed({"xla": {"xla_a": True}}, {}, default_of={"xla_a": "true"}.get)["xla"]
+        {}
+    """
     current = in_effect(space)
     settings = settings or {}
-    return {sec: {k: v for k, v in (settings.get(sec) or {}).items() if current[sec].get(str(k)) != _norm(v)}
+
+    def now(sec: str, key: str) -> str | None:
+        if key in current[sec] or default_of is None or sec not in ("xla", "libtpu"):
+            return current[sec].get(key)
+        default = default_of(key)
+        return None if default is None else _norm(default)
+
+    return {sec: {k: v for k, v in (settings.get(sec) or {}).items() if now(sec, str(k)) != _norm(v)}
             for sec in _SECTIONS}
 
 

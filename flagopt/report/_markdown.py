@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flagopt.report._bubble import bubble_markdown
 from flagopt.report._sections import ReportData, Row
+from flagopt.study import metric_text
 
 _COLUMNS = "| Profile | Flags | {metric} | step (s) | Δ% vs baseline-deployed | verdict | runs |"
 
@@ -31,7 +32,7 @@ def _row(r: Row) -> str:
         delta += f" [{r.ci_pct[0]:+.2f}, {r.ci_pct[1]:+.2f}]"
     name = ("⭐ " if r.winner else "") + r.profile
     return "| " + " | ".join(cell(x) for x in (
-        name, r.flags if r.flags.startswith("(") else code(r.flags), _num(r.steady, ",.1f"), _num(r.step_s, ".3f"), delta, r.verdict, r.runs)) + " |"
+        name, r.flags if r.flags.startswith("(") else code(r.flags), metric_text(r.steady), _num(r.step_s, ".3f"), delta, r.verdict, r.runs)) + " |"
 
 
 def _table(rep: ReportData, rows: tuple[Row, ...]) -> list[str]:
@@ -68,6 +69,8 @@ def render_markdown(rep: ReportData) -> str:
             out += _table(rep, rep.top)
     else:
         out.append("No configuration has completed a measured run yet.")
+    if rep.board_notes:
+        out += ["", *rep.board_notes]
     out += ["", "## Negative findings (skip these next time)", ""]
     if any(line.startswith("**`") for line in rep.negative):
         out += ["A setting in bold hurt wherever it was set. Sampled configurations change several settings at once, "

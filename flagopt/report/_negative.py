@@ -8,16 +8,26 @@ and their labels as evidence. Hurting sampled configurations no pattern covers a
 Patterns are correlations over configurations that change several settings at once: leads to test on their own,
 not proofs.
 
+Only what the data show is listed: a configuration whose whole interval lies below zero (or whose verdict is
+``worse``). One that merely estimates lower, inside the run-to-run noise, is not a finding; nor is one that sets
+every setting to the value already in effect, XLA's own defaults included (the flag registry): it changed nothing.
+
 Example:
     >>> h = Finding("s#1", "NCCL_PROTO=LL", ("NCCL_PROTO=LL",), -9.0, -11.0, -7.0, 1, "hurts", sampled=True)
-    >>> negative_lines([h, h._replace(label="s#2", gain_pct=-12.0)], [])[0].startswith("**`NCCL_PROTO=LL`**")
+    >>> ok = Finding("s#4", "NCCL_PROTO=Simple", ("NCCL_PROTO=Simple",), 1.0, -1.0, 3.0, 1, "", sampled=True)
+    >>> hurt = [h, h._replace(label="s#2", gain_pct=-12.0), h._replace(label="s#3", gain_pct=-10.0)]
+    >>> negative_lines([*hurt, ok], [])[0].startswith("**`NCCL_PROTO=LL`** hurt in all 3 configurations")
     True
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from flagopt.flags import FlagRegistry
+from flagopt.report._diff import changed, changed_text
+from flagopt.study import StudyData, settings_text
 
 MIN_PATTERN = 3
 MAX_PATTERNS = 3
@@ -89,3 +99,34 @@ def negative_lines(findings: list[Finding], failures: list[str]) -> list[str]:
                    f"{rest[-1].gain_pct:+.2f} %): {', '.join(f.label for f in rest)}; their flags are in the "
                    "leaderboard and the appendix")
     return out + failures
+
+
+def _finding(data: StudyData, arm: Any, default_of: Any) -> Finding:
+    est = arm.estimate
+    settings = arm.first.attrs.get("settings")
+    diff = changed(settings, data.space, default_of)
+    if not any(diff.values()):
+        how = ""  # every setting equals what runs today (XLA's default included): the probe changed nothing
+    elif arm.verdict == "worse" or est.hi < 0:
+        how = "hurts (confirmed)" if arm.verdict == "worse" else "hurts"
+    else:
+        how = ""  # an estimate below zero inside the noise is not evidence that it hurts
+    tokens = tuple(settings_text({sec: {k: v}}) for sec, values in diff.items() for k, v in values.items())
+    return Finding(arm.label, changed_text(settings, data.space), tokens, 100 * est.gain,
+                   100 * est.lo, 100 * est.hi, arm.n, how, sampled=arm.kind == "sampled")
+
+
+def negative_of(data: StudyData) -> tuple[str, ...]:
+    """The report's negative findings: blamed settings, what hurt (:func:`negative_lines`), configurations that fail."""
+    default_of = FlagRegistry.load().default
+    findings = [_finding(data, a, default_of) for a in data.arms
+                if a.estimate is not None and a.kind not in ("baseline-no-env", "baseline-deployed")]
+    failures = [f"**{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space)}` fails: "
+                f"{arm.failures[-1].attrs.get('failure_class', arm.failures[-1].status)}"
+                for arm in data.arms if arm.estimate is None and arm.failures
+                # a cancelled run says nothing about its configuration (scancel, a stopped study)
+                and arm.failures[-1].attrs.get("failure_class", arm.failures[-1].status) != "cancelled"]
+    # settings the study learnt to avoid: every run with them failed the same way, so none was launched again
+    blamed = [f"**`{b['param']}={b['value']}`**: {b['sentence']}; not tried again"
+              for b in data.attrs.get("flagopt.blames") or []]
+    return tuple(blamed + negative_lines(findings, failures))

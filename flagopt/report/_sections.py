@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from flagopt.errors import FlagoptError
-from flagopt.report._diff import changed, changed_text
-from flagopt.report._negative import Finding, negative_lines
+from flagopt.report._diff import changed_text
+from flagopt.report._negative import negative_of
 from flagopt.space import render_value
-from flagopt.study import RunRecord, StudyData, gain_text, is_nan, other_cells, settings_text, slot_line
+from flagopt.study import (RunRecord, StudyData, drift_disagreements, drift_note, gain_text, is_nan, metric_label,
+                           other_cells, settings_text, slot_line)
 
 TOP, BOTTOM = 8, 5
 
@@ -79,6 +80,8 @@ class ReportData:
     winner_trial: int | None = None
     bubble: tuple[Any, ...] = ()  # (stages, arg, rows) for pipeline studies
     ab: tuple[str, ...] = ()  # `flagopt ab` records of this study (markdown list lines)
+    #: sentences under the leaderboard: the winner's fresh runs, drift correction where raw and Δ% disagree, the sign
+    board_notes: tuple[str, ...] = ()
 
 
 def _when(ts: float | None) -> str:
@@ -160,11 +163,11 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     out = []
     arm = data.arm_of_trial(int(winner["trial"])) if winner else data.best_arm
     if arm is not None and arm.estimate is not None:
-        est = arm.reported  # the runs that did not select it, once there are any (statistics.md §11)
+        est, fresh = data.shown(arm)  # the winner's fresh runs (statistics.md §11), else all runs: one number per arm
         state = "confirmed" if winner else ("NOT a confirmed winner: the study confirmed none, best estimate" if verdict
                                             else "NOT the study's winner: it drew none yet, best so far")
         out.append(f"Best recipe: **{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space) or '(no change)'}`: "
-                   f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=arm.fresh_runs)} "
+                   f"Δ {gain_text(est.gain, (est.lo, est.hi), arm.n, fresh_runs=fresh)} "
                    f"({arm.verdict}; {state}).")
         out.append(_why(data, arm.first.attrs.get("settings") or {}))
         top = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
@@ -176,7 +179,7 @@ def tldr_of(data: StudyData) -> tuple[str, ...]:
     else:
         out.append("No configuration has a measured gain yet.")
     if verdict:
-        out.append(f"Verdict ({verdict.get('reason')}): {verdict.get('message')}")
+        out.append(f"Verdict ({verdict.get('reason')}): {data.verdict_text}")
     else:
         out.append("The study has no verdict yet (still running, or stopped before deciding).")
     return tuple(x for x in out if x)
@@ -243,32 +246,16 @@ def rows_of(data: StudyData) -> tuple[tuple[Row, ...], tuple[Row, ...]]:
     return tuple(rows[:TOP]), tuple(rows[-BOTTOM:])
 
 
-def _finding(data: StudyData, arm: Any) -> Finding:
-    est = arm.estimate
-    if arm.verdict == "worse" or est.hi < 0:
-        how = "hurts (confirmed)" if arm.verdict == "worse" else "hurts"
-    elif est.gain <= -data.noise.min_effect:
-        how = f"probably hurts (not confirmed, {arm.n} run{'s' if arm.n != 1 else ''})"
-    else:
-        how = ""
-    diff = changed(arm.first.attrs.get("settings"), data.space)
-    tokens = tuple(settings_text({sec: {k: v}}) for sec, values in diff.items() for k, v in values.items())
-    return Finding(arm.label, changed_text(arm.first.attrs.get("settings"), data.space), tokens, 100 * est.gain,
-                   100 * est.lo, 100 * est.hi, arm.n, how, sampled=arm.kind == "sampled")
-
-
-def negative_of(data: StudyData) -> tuple[str, ...]:
-    findings = [_finding(data, a) for a in data.arms
-                if a.estimate is not None and a.kind not in ("baseline-no-env", "baseline-deployed")]
-    failures = [f"**{arm.label}** `{changed_text(arm.first.attrs.get('settings'), data.space)}` fails: "
-                f"{arm.failures[-1].attrs.get('failure_class', arm.failures[-1].status)}"
-                for arm in data.arms if arm.estimate is None and arm.failures
-                # a cancelled run says nothing about its configuration (scancel, a stopped study)
-                and arm.failures[-1].attrs.get("failure_class", arm.failures[-1].status) != "cancelled"]
-    # settings the study learnt to avoid: every run with them failed the same way, so none was launched again
-    blamed = [f"**`{b['param']}={b['value']}`**: {b['sentence']}; not tried again"
-              for b in data.attrs.get("flagopt.blames") or []]
-    return tuple(blamed + negative_lines(findings, failures))
+def board_notes_of(data: StudyData) -> tuple[str, ...]:
+    out = []
+    if not data.frame.empty and data.frame["fresh_runs"].any():
+        out.append("The winner's Δ% is what the verdict claims: its runs after the one that selected it (fresh); every "
+                   "other row is over all its runs.")
+    out.append(drift_note(drift_disagreements(data.frame, data.direction), data.metric_field))
+    if data.direction == "minimize":
+        out.append(f"{data.metric_field} is minimized: Δ% is the speed-up, baseline {data.metric_field} / this "
+                   f"{data.metric_field} - 1, so + is faster.")
+    return tuple(x for x in out if x)
 
 
 def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:
@@ -288,7 +275,9 @@ def appendix_of(records: tuple[RunRecord, ...]) -> tuple[dict[str, Any], ...]:
     return tuple({"trial": r.number, "kind": r.kind, "label": r.label, "job_id": r.attrs.get("job_id") or "",
                   "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class")
                                        and r.attrs["failure_class"] != r.status else ""),
-                  "delta_pct": r.attrs.get("delta_pct"), "log_path": r.attrs.get("log_path") or ""} for r in records)
+                  # a control's level against the controls before it is drift, not a gain: no Δ% for it
+                  "delta_pct": None if r.is_baseline else r.attrs.get("delta_pct"),
+                  "log_path": r.attrs.get("log_path") or ""} for r in records)
 
 
 def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, ...]:
@@ -310,7 +299,7 @@ def sign_flips_of(data: StudyData, others: list[StudyData]) -> tuple[SignFlip, .
 
 def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportData:
     """Compute every section of the report from ``data`` (reads other studies of the storage for sign flips)."""
-    from flagopt.export import build_export, render_env_sh
+    from flagopt.export import NoWinner, build_export, render_env_sh
     from flagopt.report._ab import ab_lines
     from flagopt.report._bubble import bubble_of
     header, command = header_of(data)
@@ -323,16 +312,22 @@ def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportDa
         exported = (export.provenance["trial"], export.provenance["label"])
         export_text = render_env_sh(export)
         note = f"Written by `python -m flagopt export {shlex.quote(data.name)}{where} -o patch.env.sh`."
+        if export.choice.numerics_warning:
+            note = f"**{export.choice.numerics_warning}.** {note}"
+    except NoWinner as exc:
+        export_text, note = "", f"**Keep the deployed job.** {exc.reason[:1].upper()}{exc.reason[1:]}"
     except FlagoptError as exc:
         export_text, note = "", f"Nothing to deploy: {exc.reason}"
     ab, ab_tldr = ab_lines(data, exported)
     return ReportData(
-        study=data.name, model_tag=data.model_tag, parallelism=data.parallelism, metric=data.metric_field,
-        header=header, command=command, tldr=tldr_of(data) + ((ab_tldr,) if ab_tldr else ()), inventory=inventory_of(data),
+        study=data.name, model_tag=data.model_tag, parallelism=data.parallelism,
+        metric=metric_label(data.metric_field, data.direction),
+        header=header, command=command, tldr=tldr_of(data) + ((ab_tldr,) if ab_tldr else ()),
+        inventory=inventory_of(data),
         env_effect=env_effect_of(data), top=top, bottom=bottom, negative=negative_of(data),
         failures=failures_of(data.records), appendix=appendix_of(data.all_records),
         sign_flips=sign_flips_of(data, others), other_cells=tuple(f"{o.parallelism} ({o.name})" for o in others),
-        export_text=export_text, export_note=note,
+        export_text=export_text, export_note=note, board_notes=board_notes_of(data),
         winner_trial=int(data.winner["trial"]) if data.winner else None, bubble=bubble_of(data), ab=ab)
 
 

@@ -34,6 +34,8 @@ class StudyStatus:
     best: str  # "label +x.xx % [lo, hi] (verdict, n runs)" or "-"
     verdict: dict | None
     slots: tuple[str, ...] = ()  # one line per slot when the study has several (or lost its one)
+    budget: tuple[int, int] = (0, 0)  # runs used, max_trials (as the space now stands)
+    verdict_text: str | None = None  # the verdict as readers show it (StudyData.verdict_text)
 
 
 def _read(path: str) -> str:
@@ -60,15 +62,16 @@ def study_status(data: StudyData, *, now: float | None = None) -> StudyStatus:
         since = r.attrs.get("started_at") or r.attrs.get("submitted_at") or now
         running.append(RunningTrial(r.number, r.label, str(r.attrs.get("reason") or ""), str(r.attrs.get("job_id") or ""),
                                     step, data.window[1], max(0.0, now - float(since)), log, r.slot))
-    best = data.best_arm
+    best = data.winner_arm or data.best_arm
     best_text = "-"
     if best is not None:
-        est = best.reported
-        fresh = f"{best.fresh_runs} fresh of " if best.fresh_runs else ""
+        est, fresh_runs = data.shown(best)  # the number the leaderboard and the verdict show for it
+        fresh = f"{fresh_runs} fresh of " if fresh_runs else ""
         best_text = (f"{best.label} {100 * est.gain:+.2f} % [{100 * est.lo:+.2f}, {100 * est.hi:+.2f}] "
                      f"({best.verdict}, {fresh}{best.n} run{'s' if best.n != 1 else ''})")
     slots = data.slot_summary()
     lines = tuple(slot_line(s) for s in slots) if len(slots) > 1 or any(s.lost for s in slots) else ()
     return StudyStatus(study=data.name, model_tag=data.model_tag, parallelism=data.parallelism,
                        counts=dict(Counter(r.status for r in data.all_records)), running=tuple(running),
-                       best=best_text, verdict=data.verdict, slots=lines)
+                       best=best_text, verdict=data.verdict, slots=lines, budget=data.budget,
+                       verdict_text=data.verdict_text)

@@ -31,13 +31,8 @@ from flagopt.stats._noise import (
     run_noise,
 )
 from flagopt.stats._stop import StopDecision, StopReason, evaluate_stop, win_confidence
-from flagopt.stats._verdict import (
-    ArmEstimate,
-    Verdict,
-    estimate_arm,
-    needs_control,
-    verdict,
-)
+from flagopt.stats._verdict import (ArmEstimate, Verdict, estimate_arm, inconclusive, needs_control, runs_needed,
+                                    verdict)
 
 __all__ = [
     "DEFAULT_NOISE_FLOOR",
@@ -58,10 +53,12 @@ __all__ = [
     "estimate_arm",
     "evaluate_stop",
     "gains",
+    "inconclusive",
     "needs_control",
     "next_to_sample",
     "noise_estimate",
     "run_noise",
+    "runs_needed",
     "verdict",
     "win_confidence",
 ]

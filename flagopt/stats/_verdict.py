@@ -146,3 +146,40 @@ def verdict(est: ArmEstimate, *, min_effect: float = 0.01, min_runs: int = 2) ->
     if -min_effect < est.lo and est.hi < min_effect:
         return "same"
     return "unknown"
+
+
+def runs_needed(sigma: float, effect: float, *, confidence: float = 0.95, power: float = 0.8) -> int:
+    """About how many runs per configuration tell a gain of ``effect`` from run-to-run noise ``sigma``.
+
+    The usual two-sample size: each gain is one configuration's mean against the deployed job's, both measured with
+    relative noise ``sigma``, so ``n = 2 ((z_(1-a/2) + z_power) sigma / effect)^2`` runs of each, rounded up. It is
+    what a verdict says it would take when the noise is too large for the runs a study had (the wording only; the
+    decisions have their own rules).
+
+    Example:
+        >>> runs_needed(0.01, 0.02), runs_needed(0.40, 0.02)
+        (4, 6280)
+    """
+    if not (math.isfinite(sigma) and sigma > 0 and effect > 0):
+        return 1
+    z = float(sps.norm.ppf(0.5 + confidence / 2.0) + sps.norm.ppf(power))
+    return max(1, math.ceil(2.0 * (z * sigma / effect) ** 2))
+
+
+def inconclusive(sigma: float | None, effect: float, most_runs: int, *, confidence: float = 0.95) -> str | None:
+    """``inconclusive: run-to-run noise X %, about N runs per configuration would be needed ...`` when the noise is
+    too large for a study that gave no configuration more than ``most_runs`` runs to tell ``effect``; else ``None``.
+
+    Example:
+        >>> inconclusive(0.40, 0.02, 3)
+        'inconclusive: run-to-run noise 40.0 %, about 6280 runs per configuration would be needed to tell a +2 % gain from noise (this study ran at most 3)'
+        >>> inconclusive(0.005, 0.02, 3) is None
+        True
+    """
+    if sigma is None or not math.isfinite(sigma):
+        return None
+    need = runs_needed(sigma, effect, confidence=confidence)
+    if need <= most_runs:
+        return None
+    return (f"inconclusive: run-to-run noise {100 * sigma:.1f} %, about {need} runs per configuration would be needed "
+            f"to tell a {100 * effect:+.0f} % gain from noise (this study ran at most {most_runs})")

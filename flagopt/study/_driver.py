@@ -75,6 +75,9 @@ class StudyRunner(Launching, Recovery):
     default_of: Callable[[str], Any] | None = None
     preflight_excluded: tuple[str, ...] = ()
     poll_s: float = 0.5
+    #: Catch SIGINT/SIGTERM and stop cleanly (cancel or, with ``detach``, leave the runs in flight). Only the CLI's own
+    #: run sets it: a driver inside another program (a test suite, a notebook) must let Ctrl-C interrupt that program.
+    handle_signals: bool = False
 
     def __post_init__(self) -> None:
         self.folder = study_folder(self.storage, self.space.name)
@@ -100,6 +103,8 @@ class StudyRunner(Launching, Recovery):
         self.retry_queue: list[Plan] = []
         self.launched = 0
         self._stop_requested: str | None = None
+        #: the signal (SIGINT, SIGTERM) that stopped the run, when one did
+        self.stop_signal: int | None = None
         self._cached_arms: list = []
         self._pending_trial: optuna.trial.Trial | None = None
         self._nodes_checked_at = 0.0
@@ -123,12 +128,17 @@ class StudyRunner(Launching, Recovery):
     def run(self) -> Verdict | None:
         lock = driver_lock(self.storage, self.folder, self.space.name)  # a file, or a row on a database server
         lock.acquire(force=self.force)
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)} \
+            if self.handle_signals else {}
         try:
             if self._stale is not None:
                 self.progress.say(f"a study {self.space.name!r} deleted outside flagopt left trial folders here: "
                                   f"moved to {self._stale} (python -m flagopt delete removes both)")
             self._record_study()
+            if self.study.user_attrs.get("flagopt.verdict"):
+                # It judged the records and budget of the last run (a raised max_trials, new runs): this run decides
+                # again, and until it does, `status` and `leaderboard` must not repeat the old one.
+                self.study.set_user_attr("flagopt.verdict", None)
             if self.preflight_excluded:
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))
             self._recover()
@@ -141,7 +151,10 @@ class StudyRunner(Launching, Recovery):
             self.progress.close()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
+        if self._stop_requested in ("SIGINT", "SIGTERM"):
+            raise KeyboardInterrupt  # a second Ctrl-C: stop waiting for the clean stop (``run`` still cancels)
         self._stop_requested = signal.Signals(signum).name
+        self.stop_signal = signum
 
     def live_slots(self) -> list[str]:
         return [s for s in self.slots if s not in self.lost_slots]

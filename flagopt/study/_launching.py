@@ -81,7 +81,16 @@ class Launching:
             "argv": list(rendered.argv), "trial_dir": str(trial_dir), "submitted_at": submitted_at,
             "render_notes": list(rendered.notes), "executor": self.executor.kind, "slot": plan.slot, **plan.attrs,
         })
-        job = self.executor.submit(launch, plan.slot)
+        try:
+            job = self.executor.submit(launch, plan.slot)
+        except BaseException as exc:
+            # sbatch refused the job (a bad partition, account, node): it never ran. Record that before the error
+            # reaches the user, or the trial stays RUNNING and `status` shows a phantom job until the next `run`.
+            why = exc.message if isinstance(exc, StudyError) else (str(exc) or type(exc).__name__)
+            self._set_attrs(trial, {"status": R.INVALID, "failure_class": "submit-failed",
+                                    "failure_reason": f"not run: the job could not be submitted ({why})"})
+            self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
         self._set_attrs(trial, {"job_id": job.job_id})
         self._track(Running(plan, trial, job, launch, submitted_at))
         self.launched += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -117,6 +118,61 @@ def gain_text(gain: float | None, ci: tuple[float, float] | None, runs: int, *, 
         return (f"{100 * gain:+.2f} %{band} vs baseline-deployed over {fresh_runs} fresh run"
                 f"{'s' if fresh_runs != 1 else ''} ({runs} in all)")
     return f"{100 * gain:+.2f} %{band} vs baseline-deployed over {runs} run{'s' if runs != 1 else ''}"
+
+
+def metric_text(value: float | None) -> str:
+    """A steady-state value in the metric's own unit: ``12,345.6`` tokens/s, ``0.01234`` s/step (never ``0.0``).
+
+    Example:
+        >>> metric_text(12345.64), metric_text(0.012345), metric_text(None)
+        ('12,345.6', '0.01235', '')
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.4g}"
+
+
+def metric_label(field: str, direction: str) -> str:
+    """The column title of the steady value: the metric's own name, and which way is better for a minimized one.
+
+    Example:
+        >>> metric_label("Tokens/s/device", "maximize"), metric_label("seconds", "minimize")
+        ('Tokens/s/device', 'seconds (lower is better)')
+    """
+    return field if direction == "maximize" else f"{field} (lower is better)"
+
+
+def drift_disagreements(frame: pd.DataFrame, direction: str = "maximize") -> list[tuple[int, str, float, float]]:
+    """Rows whose raw steady value and drift-corrected Δ% point different ways: ``(trial, profile, raw %, Δ%)``.
+
+    The raw value is compared with the mean of every baseline-deployed run (the table's first row); Δ% with the
+    baseline level interpolated at the run's own time. When the job drifts, the two can disagree, and the table
+    must say why (the Δ% is the one to believe). For a minimized metric both are "higher is better" here.
+    """
+    base = frame[frame["kind"] == BASELINE]
+    if base.empty or frame.empty:
+        return []
+    reference = float(base["steady"].iloc[0])
+    out = []
+    for row in frame.itertuples():
+        if row.kind == BASELINE or row.steady is None or math.isnan(row.steady) or row.delta_pct is None \
+                or math.isnan(row.delta_pct) or reference <= 0 or row.steady <= 0:
+            continue
+        raw = 100.0 * (reference / row.steady - 1.0 if direction == "minimize" else row.steady / reference - 1.0)
+        if raw * row.delta_pct < 0:
+            out.append((int(row.trial), str(row.profile), raw, float(row.delta_pct)))
+    return out
+
+
+def drift_note(rows: list[tuple[int, str, float, float]], metric: str) -> str:
+    """One sentence explaining :func:`drift_disagreements` (empty when there are none)."""
+    if not rows:
+        return ""
+    shown = "; ".join(f"{label} (trial {n}): raw {raw:+.2f} %, Δ {delta:+.2f} %" for n, label, raw, delta in rows[:5])
+    more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+    return (f"Drift correction: {shown}{more}. The raw {metric} is compared with the mean of all baseline-deployed "
+            "runs; Δ% with the baseline runs measured around each run (the job's speed drifted during the study), "
+            "so where the two disagree, Δ% is the one to believe.")
 
 
 def _readable(key: str, value: Any) -> str:

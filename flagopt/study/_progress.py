@@ -11,13 +11,19 @@ from rich.markup import escape
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
 
+from flagopt.study._leaderboard import metric_text
 from flagopt.study._observer import StudyObserver
+from flagopt.study._records import BASELINE
 
 if TYPE_CHECKING:
     import optuna
 
     from flagopt.study._collect import Collected
     from flagopt.decide import Plan, Verdict
+
+
+#: the stop verdicts of a signal (the driver's ``stopped by <signal>``)
+SIGNAL_STOPS = ("stopped by SIGINT", "stopped by SIGTERM")
 
 
 class Progress(StudyObserver):
@@ -73,15 +79,25 @@ class Progress(StudyObserver):
             return
         a = collected.attrs
         if collected.status == "ok":
-            steady = a.get("steady")
-            self.console.print(f"  trial {number}: [green]ok[/green] steady {steady:,.1f} · "
-                               f"Δ {a.get('delta_pct', 0.0):+.2f}% vs baseline-deployed")
+            metric = study.user_attrs.get("metric") or {}
+            steady = f"{metric_text(a.get('steady'))} {metric.get('field') or 'Tokens/s/device'}"
+            if plan.kind == BASELINE:
+                # A control is the reference, not a configuration: "+41 % vs baseline-deployed" would read as a gain.
+                level = "" if a.get("delta_pct") in (None, 0.0) else \
+                    f" (level {a['delta_pct']:+.2f}% vs the controls before it: drift and run noise)"
+                self.console.print(f"  trial {number}: [green]ok[/green] steady {escape(steady)} · "
+                                   f"baseline-deployed control{level}")
+                return
+            self.console.print(f"  trial {number}: [green]ok[/green] steady {escape(steady)} · "
+                               f"Δ {a.get('delta_pct', 0.0):+.2f}% vs baseline-deployed (drift-corrected)")
         else:
             self.console.print(f"  trial {number}: [red]{collected.status}[/red] "
                                f"{a.get('failure_class', '')} {a.get('failure_reason', '')}".rstrip())
 
     def verdict(self, study: optuna.Study, verdict: Verdict | None) -> None:
         self.close()
+        if verdict is not None and verdict.reason == "stopped" and verdict.message in SIGNAL_STOPS:
+            return  # Ctrl-C / SIGTERM: `run` says it in one line
         if verdict is not None and not self.quiet:
             self.console.print(f"[bold]verdict ({verdict.reason}):[/bold] {verdict.message}")
 

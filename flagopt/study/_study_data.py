@@ -19,6 +19,7 @@ from typing import Any
 import optuna
 import pandas as pd
 
+from flagopt import stats
 from flagopt.space import NoiseSpec
 from flagopt.decide import Arm, arms_of
 from flagopt.study._leaderboard import leaderboard
@@ -129,6 +130,55 @@ class StudyData:
         better = [a for a in scored if a.verdict == "better"]
         return max(better or scored, key=lambda a: a.estimate.gain) if scored else None
 
+    @property
+    def winner_arm(self) -> Arm | None:
+        """The arm the verdict confirmed, if any."""
+        key = (self.winner or {}).get("config_key")
+        return next((a for a in self.arms if key and a.config_key == key), None)
+
+    def shown(self, arm: Arm) -> tuple[stats.ArmEstimate | None, int]:
+        """The one estimate every reader shows for ``arm`` (status, leaderboard, report, export), with its fresh runs.
+
+        The verdict's winner is shown with what the verdict claims, the runs after the one that selected it
+        (statistics.md §11); every other arm with all its runs, as the leaderboard ranks it. One number per arm:
+        a single fresh run's estimate (an interval of +-150 % for a noisy job) is never shown beside it.
+        """
+        if arm.claim is not None and arm is self.winner_arm:
+            return arm.claim, arm.fresh_runs
+        return arm.estimate, 0
+
+    @property
+    def budget(self) -> tuple[int, int]:
+        """``(runs used, max_trials)`` as the space now stands: a resumed study with a raised budget shows the new one."""
+        from flagopt.space import StopSpec
+        from flagopt.study._planner import runs_used
+
+        stop = self.space.get("stop") or {}
+        slots = len(self.executor.get("slots") or []) or 1
+        declared = stop.get("max_trials")
+        return runs_used(self.records), int(declared) if declared is not None else StopSpec().budget(slots)
+
+    @property
+    def verdict_text(self) -> str | None:
+        """The verdict's message as readers show it; ``inconclusive: ...`` when the run-to-run noise was too large for
+        the runs the study had to support "none better" (the stored message then claims more than the data)."""
+        verdict = self.verdict
+        if not verdict:
+            return None
+        message = str(verdict.get("message") or "")
+        if self.winner or verdict.get("reason") not in ("null", "budget", "time"):
+            return message
+        sigma = (verdict.get("noise") or {}).get("run_sigma")
+        effect = float((self.space.get("stop") or {}).get("null_gain") or 0.02)
+        most = max((a.n for a in self.arms if a.estimate is not None), default=0)
+        doubt = stats.inconclusive(float(sigma) if sigma is not None else None, effect, most,
+                                   confidence=self.noise.confidence)
+        if doubt is None:
+            return message
+        return (f"{doubt}: no configuration is shown better or worse than the deployed job, so keep it; measure "
+                "the deployed job's own run-to-run spread (several baseline runs) and lengthen the steady window or "
+                "fix the noise before tuning again")
+
     def arm_of_trial(self, number: int) -> Arm | None:
         """The arm whose runs (or failures) include trial ``number``."""
         for arm in self.arms:
@@ -159,8 +209,25 @@ def study_data_of(study: optuna.Study, storage: str | None = None) -> StudyData:
     current = tuple(r for r in every if int(r.attrs.get("epoch", 0)) == epoch)
     arms = tuple(arms_of(current, noise, direction))
     frame = leaderboard(list(current), noise, direction, (int(window[0]), int(window[1])))
+    frame = _shown_winner(frame, arms, attrs.get("flagopt.verdict") or {})
     return StudyData(name=study.study_name, storage=storage, study=study, all_records=every, records=current,
                      noise=noise, direction=direction, window=(int(window[0]), int(window[1])), arms=arms, frame=frame)
+
+
+def _shown_winner(frame: pd.DataFrame, arms: tuple[Arm, ...], verdict: dict[str, Any]) -> pd.DataFrame:
+    """The winner's row carries the verdict's claim (its fresh runs), as :meth:`StudyData.shown` does."""
+    frame = frame.assign(fresh_runs=0)
+    key = (verdict.get("winner") or {}).get("config_key")
+    arm = next((a for a in arms if key and a.config_key == key and a.claim is not None), None)
+    if arm is not None and not frame.empty:
+        row = frame["trial"] == arm.first.number
+        frame.loc[row, ["delta_pct", "ci_lo_pct", "ci_hi_pct"]] = [100 * arm.claim.gain, 100 * arm.claim.lo,
+                                                                   100 * arm.claim.hi]
+        frame.loc[row, "fresh_runs"] = arm.fresh_runs
+        ok = frame["delta_pct"].notna()
+        frame = frame.assign(_ok=ok).sort_values(["_ok", "delta_pct"], ascending=[False, False], kind="stable")
+        frame = frame.drop(columns="_ok").reset_index(drop=True)
+    return frame
 
 
 def study_data(storage: str | None, name: str) -> StudyData:

@@ -50,13 +50,78 @@ def test_the_gain_a_user_reads_is_the_fresh_runs_one_the_verdict_claims(cli, bui
 
 
 def test_xla_flags_format_is_one_line_and_warns_about_what_it_leaves_out(cli, built, pp, capsys):
-    assert cli(["export", "sim-llm-pp", "--storage", built.storage, "--format", "xla-flags"]) == 0
-    captured = capsys.readouterr()
-    # No confirmed winner clears this study's bars, so the export falls back to the best arm, labelled unconfirmed.
+    # No confirmed winner clears this study's bars: its best estimate is exported only when asked for by number.
     chosen = pp.record(int(pp.winner["trial"])) if pp.winner else pp.best_arm.first
+    assert cli(["export", "sim-llm-pp", "--storage", built.storage, "--format", "xla-flags",
+                "--trial", str(chosen.number)]) == 0
+    captured = capsys.readouterr()
     settings = chosen.attrs["settings"]
     assert captured.out.strip().split() == [f"--{k}={v}" for k, v in settings["xla"].items()]
     assert all(name in captured.err for name in settings["env"])  # env vars cannot ride in XLA_FLAGS
+
+
+@pytest.mark.parametrize("fmt", ["env.sh", "json", "xla-flags"])
+def test_without_a_confirmed_winner_export_says_keep_the_deployed_job(cli, built, partial, tmp_path, capsys, fmt):
+    # It wrote the best estimate (once a -9.55 % arm) as a patch and exited 0.
+    assert partial.winner is None
+    out = tmp_path / "patch"
+    assert cli(["export", "sim-llm-partial", "--storage", built.storage, "--format", fmt, "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    best = partial.best_arm
+    assert line.startswith("flagopt: error: sim-llm-partial: no confirmed winner, so nothing to deploy: keep the "
+                           "deployed job (the study has no verdict yet).")
+    assert f"export sim-llm-partial --trial {best.first.number}" in line and "UNCONFIRMED" in line
+    assert not out.exists() and captured.out == ""
+    # asked for by number, the same configuration is exported, marked unconfirmed
+    assert cli(["export", "sim-llm-partial", "--storage", built.storage, "--format", fmt, "-o", str(out),
+                "--trial", str(best.first.number)]) == 0
+    assert "UNCONFIRMED" in capsys.readouterr().err and out.exists()
+
+
+def test_the_report_recommends_keeping_the_deployed_job(cli, built, partial, tmp_path):
+    out = tmp_path / "report"
+    assert cli(["report", "sim-llm-partial", "--storage", built.storage, "-o", str(out)]) == 0
+    text = next(out.glob("*.md")).read_text()
+    section = text[text.index("## Recommended deployment"):text.index("## Appendix")]
+    assert "**Keep the deployed job.** No confirmed winner, so nothing to deploy" in section
+    assert "```bash" not in section
+
+
+def _numerics_study(storage: str, *, winner: bool) -> None:
+    """A study whose second configuration ran faster but with a final loss the numerics guard flagged."""
+    study = optuna.create_study(study_name="drifty", storage=storage)
+    study.set_user_attr("flagopt.space", {"export": {"guard": False}})
+    flag = "final loss 3.1 differs from the baseline's 2.5 by 24.0% (> 5%); the speed-up may change the numerics"
+    runs = [("baseline-deployed", "k0", 100.0, {}), ("profile", "k1", 112.0, {"numerics_flag": flag}),
+            ("baseline-deployed", "k0", 100.5, {}), ("profile", "k1", 111.5, {"numerics_flag": flag}),
+            ("baseline-deployed", "k0", 99.8, {})]
+    for number, (kind, key, steady, extra) in enumerate(runs):
+        study.add_trial(optuna.trial.create_trial(value=0.0, user_attrs={
+            "kind": kind, "profile": "bs32" if kind == "profile" else kind, "config_key": key, "status": "ok",
+            "steady": steady, "started_at": float(number), "settings": {"args": {"batch": 32}} if key == "k1" else {},
+            "env": {"XLA_FLAGS": ""}, **extra}))
+    if winner:
+        study.set_user_attr("flagopt.verdict", {"reason": "win", "message": "bs32 wins", "winner": {
+            "trial": 1, "config_key": "k1"}})
+
+
+@pytest.mark.parametrize("winner", [False, True], ids=["asked-for", "confirmed"])
+def test_a_numerics_flagged_configuration_is_never_exported_silently(cli, tmp_path, capsys, winner):
+    storage = f"sqlite:///{tmp_path / 'n.sqlite'}"
+    _numerics_study(storage, winner=winner)
+    out = tmp_path / "patch.env.sh"
+    argv = ["export", "drifty", "--storage", storage, "-o", str(out)] + ([] if winner else ["--trial", "1"])
+    assert cli(argv) == 0
+    err = capsys.readouterr().err
+    assert "flagopt: NUMERICS FLAGGED: final loss 3.1 differs from the baseline's 2.5" in err
+    text = out.read_text()
+    assert "# NUMERICS FLAGGED: final loss 3.1" in text
+    assert "echo 'flagopt: WARNING: NUMERICS FLAGGED: final loss 3.1" in text  # said again when sourced
+    report = tmp_path / "report"
+    assert cli(["report", "drifty", "--storage", storage, "-o", str(report)]) == 0
+    section = next(report.glob("*.md")).read_text().split("## Recommended deployment")[1].split("## Appendix")[0]
+    assert ("**NUMERICS FLAGGED: final loss 3.1" if winner else "Its NUMERICS were FLAGGED: final loss 3.1") in section
 
 
 @pytest.mark.parametrize("argv", [["export", "no-such-study"], ["export", "sim-llm-fsdp", "--trial", "999"]])

@@ -99,7 +99,7 @@ def test_guard_applies_only_to_the_tuned_cell(fsdp, tmp_path):
 
 
 def test_guard_off_when_the_space_says_so(partial, tmp_path):
-    text = render_env_sh(build_export(partial))
+    text = render_env_sh(build_export(partial, partial.best_arm.first.number))
     assert "if [[" not in text and "_flagopt_cell" not in text
 
 
@@ -123,7 +123,7 @@ def test_confirmed_and_unconfirmed_are_labelled(fsdp, partial, tmp_path):
     confirmed = render_env_sh(build_export(fsdp))
     assert "# CONFIRMED" in confirmed and "UNCONFIRMED" not in confirmed
     assert f"trial {fsdp.winner['trial']} " in confirmed
-    ex = build_export(partial)
+    ex = build_export(partial, partial.best_arm.first.number)  # asked for by number: the study confirmed none
     assert not ex.choice.confirmed and ex.warnings
     patch = tmp_path / "partial.env.sh"
     patch.write_text(render_env_sh(ex))

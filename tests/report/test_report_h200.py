@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flagopt.export import choose
+from flagopt.export import NoWinner, choose
 from flagopt.report import report_data, study_data
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report" / "h200x2.db"
@@ -54,7 +54,12 @@ def test_without_a_winner_a_confirmed_arm_beats_a_noisier_estimate(storage):
     assert top.verdict != "better"  # the cancelled repeat left it short
     best = data.best_arm
     assert best.verdict == "better" and best is not top
-    assert choose(data).label == best.label and not choose(data).confirmed
+    # no confirmed winner: export names the confirmed-better arm as the one to trial, and exports it only by number
+    with pytest.raises(NoWinner) as info:
+        choose(data)
+    assert f"{best.label} (trial {best.first.number})" in info.value.reason
+    asked = choose(data, best.first.number)
+    assert asked.label == best.label and not asked.confirmed
     tldr = report_data(data).tldr
     assert f"**{best.label}**" in tldr[0] and any(top.label in line and "not confirmed" in line for line in tldr)
 

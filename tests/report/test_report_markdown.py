@@ -71,9 +71,13 @@ def test_failures_and_negative_findings(fsdp):
     assert {f.failure_class for f in rep.failures} == failed
     assert sum(f.count for f in rep.failures) == sum(1 for r in fsdp.records if r.status not in ("ok", "running"))
     negative = "\n".join(rep.negative)
-    # overlap limit 2 costs 4.1 % in the fsdp64 truth; the OOM and unknown-flag profiles must be skipped too
-    assert "overlap2" in negative and "ag64g" in negative and "async_old" in negative
+    # the OOM and unknown-flag profiles must be skipped
+    assert "ag64g" in negative and "async_old" in negative
     assert "ag1g" not in negative
+    # overlap limit 2 costs 4.1 % in the fsdp64 truth, but one run's interval (about [-26, +16] %) does not show it:
+    # only what the data show is a negative finding (issue 23 point 4)
+    overlap2 = next(a for a in fsdp.arms if a.label == "overlap2")
+    assert ("overlap2" in negative) == (overlap2.estimate.hi < 0 or overlap2.verdict == "worse")
 
 
 def test_sign_flip_table_against_the_other_cell(fsdp, pp):

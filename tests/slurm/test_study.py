@@ -224,7 +224,7 @@ def test_trial_over_slurms_time_limit_is_a_time_limit_failure(slurm_cluster: set
         executor: {kind: slurm, slurm: {nodelist: node4, time: 1}}
     """)
     storage = storage_of(tmp_path)
-    assert run(space, storage, "--trials", "1") == 0
+    assert run(space, storage, "--trials", "1") == 1  # the only run failed: nothing was measured (issue 23 point 5)
     (record,) = history(load_study(storage, "limited"))
     assert record.status == "failed" and record.attrs["failure_class"] == "time-limit"
     assert record.attrs["job_state"] == "TIMEOUT"
