@@ -103,10 +103,14 @@ class Stopping:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
-                return Verdict("null", f"{len(distinct)} distinct profiles evaluated, none better than "
-                               f"{stop.null_gain:+.0%} (best: {best.label} {best.estimate.gain:+.1%} "
-                               f"[{best.estimate.lo:+.1%}, {best.estimate.hi:+.1%}], {best.verdict}): throughput is "
-                               "structurally bounded at the editable scope", tried=tried, noise=noise)
+                found = f"{len(distinct)} distinct configurations evaluated, none better than {stop.null_gain:+.0%} " \
+                    f"(best: {best.label} {best.estimate.gain:+.1%} [{best.estimate.lo:+.1%}, " \
+                    f"{best.estimate.hi:+.1%}], {best.verdict})"
+                # Say what the data show: a negative finding only where the noise let the runs tell +null_gain apart
+                doubt = stats.inconclusive(noise.get("run_sigma"), stop.null_gain, max(a.n for a in distinct),
+                                           confidence=space.noise.confidence)
+                tail = doubt or "keep the deployed configuration: nothing the space can set is worth deploying"
+                return Verdict("null", f"{found}; {tail}", tried=tried, noise=noise)
         return None
 
     def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str) -> Verdict:
