@@ -150,8 +150,8 @@ class StudyData:
     @property
     def budget(self) -> tuple[int, int]:
         """``(runs used, max_trials)`` as the space now stands: a resumed study with a raised budget shows the new one."""
+        from flagopt.decide import runs_used
         from flagopt.space import StopSpec
-        from flagopt.study._planner import runs_used
 
         stop = self.space.get("stop") or {}
         slots = len(self.executor.get("slots") or []) or 1
