@@ -225,6 +225,10 @@ class Race:
         """
         return leader is not None
 
+    def reserve(self) -> int:
+        """Runs kept at the end of the budget to confirm the best: two contenders to ``min_runs``, and a control."""
+        return 2 * max(self.space.noise.min_runs - 1, 1) + 1
+
     def predicted(self, arm: Arm) -> float:
         """The arm's gain as the effects model predicts it from every run (its own included)."""
         if self._model is None:

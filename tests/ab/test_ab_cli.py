@@ -16,6 +16,7 @@ import pytest
 
 from flagopt.ab import round_order
 from flagopt.cli import main
+from flagopt.study import history, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -191,7 +192,11 @@ def test_a_study_export_is_checked_against_its_claim_and_the_report_shows_it(tmp
     assert main(["run", "--space", str(space), "--storage", storage(tmp_path), "--no-preflight", "--quiet",
                  "--trials", "4"]) == 0
     capsys.readouterr()
-    assert ab(tmp_path, "sim-ab", "--pairs", "2") == 0  # the study's own space file and its export
+    # 4 runs decide nothing: no confirmed winner, so no export to verify (issue 23: keep the deployed job)
+    assert ab(tmp_path, "sim-ab", "--pairs", "2") == 1
+    assert "keep the deployed job" in capsys.readouterr().err
+    trial = next(r.number for r in history(load_study(storage(tmp_path), "sim-ab")) if r.profile == "tree")
+    assert ab(tmp_path, "sim-ab", "--trial", str(trial), "--pairs", "2") == 0  # the study's own space, that trial
     out = capsys.readouterr().out
     doc = only_record(tmp_path, "sim-ab")
     claim = doc["arms"][1]["claim"]
@@ -204,7 +209,7 @@ def test_a_study_export_is_checked_against_its_claim_and_the_report_shows_it(tmp
     assert f"claim of trial {claim['trial']}" in out
     # a patch file written by `flagopt export` of this study is recognised by its header: same claim
     exported = tmp_path / "winner.env.sh"
-    assert main(["export", "sim-ab", "--storage", storage(tmp_path), "-o", str(exported)]) == 0
+    assert main(["export", "sim-ab", "--storage", storage(tmp_path), "--trial", str(trial), "-o", str(exported)]) == 0
     assert ab(tmp_path, "sim-ab", "--patch", str(exported), "--pairs", "2") == 0
     records = sorted((tmp_path / "sim-ab" / "ab").glob("*.json"))
     assert len(records) == 2 and json.loads(records[1].read_text())["arms"][1]["claim"] == claim
@@ -215,7 +220,8 @@ def test_a_study_export_is_checked_against_its_claim_and_the_report_shows_it(tmp
     assert main(["report", "sim-ab", "--storage", storage(tmp_path), "-o", str(tmp_path / "rep")]) == 0
     md = (tmp_path / "rep" / "sim-ab-tuning.md").read_text()
     assert "## Independent A/B (`flagopt ab`)" in md and doc["id"] in md
-    assert "Independent A/B of the export" in md  # the TL;DR line beside the claim
+    # nothing confirmed, nothing exported: the report says keep the deployed job, and lists the A/Bs of the trial
+    assert "Keep the deployed job" in md and "Independent A/B of the export" not in md
 
 
 def test_a_local_driver_killed_with_its_job_is_resumed_and_the_lost_run_is_no_finding(tmp_path: Path) -> None:
