@@ -23,18 +23,19 @@ case $phase in
       | tee -a "$OUT/h200x2-fsdp-run.log"
     python3 -m flagopt leaderboard h200x2-fsdp --storage $storage | tee "$OUT/leaderboard.txt"
     python3 -m flagopt export h200x2-fsdp --storage $storage -o "$OUT/h200x2-fsdp.env.sh" 2>&1 | tee "$OUT/export.log"
-    # The study's next two best configurations (by the gain people read), other than the export's; without an
-    # export, its three best.
-    [ -s "$OUT/h200x2-fsdp.env.sh" ] && exported=1 || exported=0
-    next=$(python3 - "$exported" <<'PY'
-import sys
+    # The study's next two best configurations (by the gain people read), other than the exported one (its trial
+    # is in the patch's header); without an export, its three best.
+    next=$(python3 - "$OUT/h200x2-fsdp.env.sh" <<'PY'
+import re, sys
+from pathlib import Path
 from flagopt.study import study_data
 d = study_data("sqlite:///studies/flagopt.db", "h200x2-fsdp")
-chosen = (d.winner or {}).get("config_key")
-arms = sorted((a for a in d.arms if a.reported is not None and a.config_key != chosen), key=lambda a: -a.reported.gain)
-if sys.argv[1] == "1" and not chosen:
-    arms = arms[1:]  # an unconfirmed export is the best arm
-print(" ".join(f"--trial {a.first.number}" for a in arms[:2 if sys.argv[1] == "1" else 3]))
+patch = Path(sys.argv[1])
+head = re.search(r"^# study \S+, trial (\d+) \(", patch.read_text(), re.M) if patch.is_file() else None
+exported = {a.config_key for a in d.arms if head and a.first.number == int(head.group(1))}
+arms = sorted((a for a in d.arms if a.reported is not None and a.config_key not in exported),
+              key=lambda a: -a.reported.gain)
+print(" ".join(f"--trial {a.first.number}" for a in arms[:2 if exported else 3]))
 PY
 )
     patch=()
