@@ -29,10 +29,23 @@ def run(space, number, settings, value=None, *, design="probe", status="ok", fai
                      value, float(number), None, attrs=attrs)
 
 
-def screen(tmp_path, records):
+def load(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(textwrap.dedent(SPACE))
-    space = load_space(path)
+    return load_space(path)
+
+
+COMBO = {"a": True, "b": True, "c": "Simple"}
+
+
+def screened(space):
+    """Controls and the one-factor probes, each of which ran fine alone."""
+    return [run(space, 0, {}, 100.0), run(space, 1, {"a": True}, 103.0), run(space, 2, {"b": True}, 102.0),
+            run(space, 3, {}, 100.2), run(space, 4, {"c": "Simple"}, 101.5), run(space, 5, {}, 99.9)]
+
+
+def screen(tmp_path, records):
+    space = load(tmp_path)
     planner = Planner(space)
     planner._sigma = 0.005
     planner._model = planner.model(records)
@@ -41,13 +54,8 @@ def screen(tmp_path, records):
 
 
 def test_a_failed_combination_runs_once_more_then_its_parts(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE))
-    space = load_space(path)
-    combo = {"a": True, "b": True, "c": "Simple"}
-    records = [run(space, 0, {}, 100.0), run(space, 1, {"a": True}, 103.0), run(space, 2, {"b": True}, 102.0),
-               run(space, 3, {}, 100.2), run(space, 4, {"c": "Simple"}, 101.5), run(space, 5, {}, 99.9),
-               run(space, 6, combo, design="combination", status="failed", failure="crash")]
+    space, combo = load(tmp_path), COMBO
+    records = [*screened(space), run(space, 6, combo, design="combination", status="failed", failure="crash")]
     _, step = screen(tmp_path, records)
     assert step is not None and step[2] == "combination" and "once more after crash" in step[1]
     assert settings_of_record(space, step[0].settings()) == combo
@@ -60,12 +68,7 @@ def test_a_failed_combination_runs_once_more_then_its_parts(tmp_path):
 
 
 def test_an_out_of_memory_combination_is_not_run_again_as_it_was(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE))
-    space = load_space(path)
-    combo = {"a": True, "b": True, "c": "Simple"}
-    records = [run(space, 0, {}, 100.0), run(space, 1, {"a": True}, 103.0), run(space, 2, {"b": True}, 102.0),
-               run(space, 3, {}, 100.2), run(space, 4, {"c": "Simple"}, 101.5), run(space, 5, {}, 99.9),
-               run(space, 6, combo, design="combination", status="infeasible", failure="oom")]
+    space, combo = load(tmp_path), COMBO
+    records = [*screened(space), run(space, 6, combo, design="combination", status="infeasible", failure="oom")]
     _, step = screen(tmp_path, records)
     assert step is None or settings_of_record(space, step[0].settings()) != combo
