@@ -8,7 +8,7 @@ import shlex
 from flagopt.cli._common import add_storage, console
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
-from flagopt.space import Space, load_space
+from flagopt.space import Space, check_workdir, load_space
 from flagopt.study import (Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, shown_url, storage_url,
                            study_folder)
 
@@ -81,6 +81,8 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
 
 def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
+    if space.executor.kind == "local":  # --executor local on a Slurm space: the command runs here
+        check_workdir(str(space.source), space.workdir)
     out = console()
     slurm = space.executor.slurm
     if space.executor.kind == "slurm" and slurm.slots:
