@@ -26,13 +26,34 @@ from flagopt.study._collect import Collected, _jsonable
 from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._fingerprint import bind_study
+from flagopt.study._identity import (
+    check_folder,
+    claim_folder,
+    foreign_study,
+    stored_id,
+    study_id,
+)
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
-from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
+from flagopt.study._planner import (
+    SAMPLE,
+    Plan,
+    Planner,
+    SlotBroken,
+    Verdict,
+    arm_summary,
+    runs_used,
+)
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
-from flagopt.study._storage import open_storage, prepare_storage, study_folder
+from flagopt.study._storage import (
+    open_storage,
+    prepare_storage,
+    shown_url,
+    storage_url,
+    study_folder,
+)
 
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
@@ -84,8 +105,17 @@ class StudyRunner(Launching, Recovery):
         self.slots: list[str] = list(self.executor.slots)
         self.lost_slots: dict[str, str] = {}
         parallel = self.max_in_flight * len(self.slots) > 1
+        storage = open_storage(self.storage)
+        foreign = foreign_study(storage, self.space.name)
+        if foreign:  # never adopt (and flip the trials of) an Optuna study someone else made
+            raise StudyError(shown_url(storage_url(self.storage)), self.space.name,
+                             f"a study of this name that flagopt did not make is in this storage ({foreign}); give "
+                             "the space another `name:`, or use another --storage")
+        # another storage's study of this name owns the trial folder: refused before anything is created here
+        check_folder(self.folder, stored_id(storage, self.space.name), shown_url(storage_url(self.storage)),
+                     self.space.name)
         self.study = optuna.create_study(
-            study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
+            study_name=self.space.name, storage=storage, direction="maximize",
             sampler=make_sampler(sampler_name, self.space.seed, parallel=parallel), load_if_exists=True)
         stored = len(self.study.get_trials(deepcopy=False))
         if self.space.seed is not None and stored:
@@ -123,6 +153,8 @@ class StudyRunner(Launching, Recovery):
         lock.acquire(force=self.force)
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
+            # the trial folders belong to this study of this storage: another one of the same name is refused
+            claim_folder(self.folder, study_id(self.study), shown_url(storage_url(self.storage)), self.space.name)
             self._record_study()
             if self.preflight_excluded:
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))

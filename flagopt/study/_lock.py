@@ -23,7 +23,14 @@ from pathlib import Path
 import sqlalchemy
 
 from flagopt.errors import StudyError
-from flagopt.study._storage import db_reason, is_server_url, server_engine, shown_url, storage_url
+from flagopt.study._storage import (
+    JOURNAL_PREFIX,
+    db_reason,
+    server_engine,
+    shown_url,
+    storage_file,
+    storage_url,
+)
 
 #: how often a driver rewrites its heartbeat
 HEARTBEAT_S = 10.0
@@ -61,7 +68,7 @@ def holder_alive(holder: dict, *, now: float | None = None) -> str | None:
 
 class StudyLock:
     def __init__(self, folder: Path, study_name: str) -> None:
-        self.path = folder / "driver.lock"
+        self.path = folder / f"{study_name}.lock"
         self.study_name = study_name
         self._fd: int | None = None
         self._stop = threading.Event()
@@ -180,7 +187,8 @@ class DatabaseLock:
     def __init__(self, url: str, study_name: str) -> None:
         self.url, self.shown = url, shown_url(url)
         self.study_name = study_name
-        self._engine = server_engine(url)
+        # sqlite: wait for the file's write lock as Optuna's engine does, rather than fail at once
+        self._engine = server_engine(url, **({"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}))
         self._token: str | None = None
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
@@ -306,7 +314,11 @@ class DatabaseLock:
 
 
 def driver_lock(storage: str | None, folder: Path, study_name: str) -> StudyLock | DatabaseLock:
-    """The lock for a study: a row in the database for a server URL (drivers on other hosts see it), else the lock
-    file in the study folder."""
+    """The lock for a study, kept with the study's storage (not in its trial folder, which ``$FLAGOPT_ARTIFACTS``
+    moves and a user may delete): a row in the database for a sqlite file or a server URL, and for a journal file
+    a lock file beside it (``<journal>.locks/<study>.lock``)."""
     url = storage_url(storage)
-    return DatabaseLock(url, study_name) if is_server_url(url) else StudyLock(folder, study_name)
+    if url.startswith(JOURNAL_PREFIX):
+        journal = storage_file(url)
+        return StudyLock(journal.parent / f"{journal.name}.locks", study_name)
+    return DatabaseLock(url, study_name)

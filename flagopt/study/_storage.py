@@ -178,7 +178,7 @@ def check_sqlite_file(path: Path, url: str, *, create: bool = True) -> None:
     if tables is not None and not create and "alembic_version" not in tables:
         raise MissingStorage(url, None, f"no study storage in {path} (no Optuna tables; nothing created): check "
                                         "--storage or $FLAGOPT_STORAGE")
-    if tables and create and "alembic_version" not in tables and "studies" not in tables:
+    if tables and create and not tables & {"alembic_version", "studies", "flagopt_driver_locks"}:
         raise StudyError(url, None, f"{path} is another application's sqlite database (tables: "
                                     f"{', '.join(sorted(tables)[:5])}): give flagopt a file of its own")
     _quick_check(path, url)
