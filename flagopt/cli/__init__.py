@@ -9,6 +9,8 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
@@ -39,10 +41,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is then said once, below
+        return code
     except FlagoptError as exc:
         print(f"flagopt: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("flagopt: interrupted", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:
+        # `flagopt leaderboard | head -1`: the reader has what it wanted; stop quietly, as a program killed by
+        # SIGPIPE would (exit 141), and keep the interpreter from writing to the closed pipe again at exit
+        _silence_stdout()
+        return EXIT_SIGPIPE
+    except OSError as exc:
+        if exc.errno not in WRITE_FAULTS:
+            raise
+        # stdout on /dev/full, a full disk or quota under the trial folders: one line, not a traceback
+        _silence_stdout()
+        where = f" ({exc.filename})" if exc.filename else " (standard output or a file flagopt writes)"
+        print(f"flagopt: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+#: 128 + SIGPIPE: what a shell reports for a program that wrote into a closed pipe
+EXIT_SIGPIPE = 141
+#: the errors of a write that no retry mends: a full disk or quota, a file too large, an I/O error
+WRITE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file (a test's capture): nothing is flushed at exit
