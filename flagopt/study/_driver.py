@@ -25,6 +25,7 @@ from flagopt.study._blame import blamed_by
 from flagopt.study._collect import Collected, _jsonable
 from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
+from flagopt.study._faults import StorageFault, storage_fault
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._identity import (
     check_folder,
@@ -160,10 +161,27 @@ class StudyRunner(Launching, Recovery):
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))
             self._recover()
             return self._loop()
+        except Exception as exc:
+            why = None if isinstance(exc, StorageFault) else storage_fault(exc)
+            if why is None and not isinstance(exc, StorageFault):
+                raise
+            # Where the study is kept failed: leave the runs in flight running (their ends cannot be recorded now);
+            # the next `run` re-attaches them. Nothing is recorded as a configuration's failure.
+            self.detach = True
+            if isinstance(exc, StorageFault):
+                raise
+            where = "a trial folder could not be written" if isinstance(exc, OSError) else "the study storage failed"
+            raise StorageFault(shown_url(storage_url(self.storage)), self.space.name,
+                               f"{where} ({why}): the study stopped, runs in flight keep running and nothing was "
+                               "counted against a configuration; fix it and run again to resume") from None
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            self._shutdown()
+            try:
+                self._shutdown()
+            except Exception as exc:  # the storage is still failing: the runs stay RUNNING, resume re-attaches them
+                if storage_fault(exc) is None and not isinstance(exc, StorageFault):
+                    raise
             lock.release()
             self.progress.close()
 

@@ -24,6 +24,7 @@ import sqlalchemy
 from sqlalchemy.engine import make_url
 
 from flagopt.errors import FlagoptError, StudyError
+from flagopt.study._faults import retrying
 from flagopt.study._journal import JournalFile
 
 DEFAULT_STORAGE = "sqlite:///studies/flagopt.db"
@@ -243,8 +244,10 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     while True:
         try:
             # a reader of a database server never creates tables (check_server saw the schema complete)
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
-                                              skip_table_creation=not create and is_server_url(url))
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                                 skip_table_creation=not create and is_server_url(url))
+            # a server that stops answering is waited for (a restart, a failover) before the study stops
+            return retrying(storage) if is_server_url(url) else storage
         except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
             # Two processes creating the same new storage at once (`run` starting while `status` opens it, two
             # drivers on a fresh database) race on the schema's tables and version rows; the loser finds the
