@@ -12,38 +12,15 @@ from __future__ import annotations
 from flagopt.study._arms import Arm, arms_of
 from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
-from flagopt.study._leaderboard import (
-                                       compact_settings,
-                                       gain_text,
-                                       leaderboard,
-                                       param_names,
-                                       settings_text,
-                                       short_flag_names,
-)
+from flagopt.study._leaderboard import compact_settings, gain_text, leaderboard, param_names, settings_text, short_flag_names
 from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._planner import Plan, Planner, Verdict
 from flagopt.study._progress import Progress
 from flagopt.study._records import RunRecord, current_history, history, record_of
-from flagopt.study._storage import (
-                                       DEFAULT_STORAGE,
-                                       artifacts_root,
-                                       load_study,
-                                       open_storage,
-                                       prepare_storage,
-                                       shown_url,
-                                       storage_url,
-                                       study_folder,
-)
-from flagopt.study._study_data import (
-                                       SlotSummary,
-                                       StudyData,
-                                       is_nan,
-                                       noise_of,
-                                       other_cells,
-                                       slot_line,
-                                       study_data,
-                                       study_data_of,
-)
+from flagopt.study._study_data import (SlotSummary, StudyData, is_nan, noise_of, other_cells, slot_line, study_data,
+                                       study_data_of)
+from flagopt.study._storage import (DEFAULT_STORAGE, artifacts_root, load_study, open_storage, prepare_storage,
+                                    shown_url, storage_url, study_folder)
 
 __all__ = [
     "DEFAULT_STORAGE", "Arm", "Observers", "PinnedNodesDown", "Plan", "Planner", "Progress", "RunRecord",

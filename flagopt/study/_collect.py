@@ -10,13 +10,7 @@ from typing import Any
 
 from flagopt import failures, stats
 from flagopt.executors import JobResult
-from flagopt.logs import (
-    LogParseError,
-    MetricWindowError,
-    parse_steps,
-    run_info,
-    steady_state,
-)
+from flagopt.logs import LogParseError, MetricWindowError, parse_steps, run_info, steady_state
 from flagopt.space import Space
 from flagopt.study import _records as R
 from flagopt.study._arms import value_for

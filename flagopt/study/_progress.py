@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from flagopt.executors import log_path_for
 from flagopt.logs import last_step
+
 from flagopt.study._observer import StudyObserver
 
 if TYPE_CHECKING:
