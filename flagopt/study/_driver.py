@@ -27,34 +27,14 @@ from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._faults import StorageFault, storage_fault
 from flagopt.study._fingerprint import bind_study
-from flagopt.study._identity import (
-    check_folder,
-    claim_folder,
-    foreign_study,
-    stored_id,
-    study_id,
-)
+from flagopt.study._identity import check_folder, claim_folder, foreign_study, stored_id, study_id
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
-from flagopt.study._planner import (
-    SAMPLE,
-    Plan,
-    Planner,
-    SlotBroken,
-    Verdict,
-    arm_summary,
-    runs_used,
-)
+from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
-from flagopt.study._storage import (
-    open_storage,
-    prepare_storage,
-    shown_url,
-    storage_url,
-    study_folder,
-)
+from flagopt.study._storage import open_storage, prepare_storage, shown_url, storage_url, study_folder
 
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30

@@ -23,14 +23,7 @@ from pathlib import Path
 import sqlalchemy
 
 from flagopt.errors import StudyError
-from flagopt.study._storage import (
-    JOURNAL_PREFIX,
-    db_reason,
-    server_engine,
-    shown_url,
-    storage_file,
-    storage_url,
-)
+from flagopt.study._storage import JOURNAL_PREFIX, db_reason, server_engine, shown_url, storage_file, storage_url
 
 #: how often a driver rewrites its heartbeat
 HEARTBEAT_S = 10.0
