@@ -76,6 +76,12 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
         slurm = replace(slurm, nodelist=None, slots=tuple(args.slot))
     if args.partition:
         slurm = replace(slurm, partition=args.partition)
+    given = [flag for flag, value in (("--nodelist", args.nodelist), ("--slot", getattr(args, "slot", None)),
+                                      ("--partition", args.partition)) if value]
+    if given and executor.kind != "slurm":
+        # a local run would ignore them, and the user would believe the study ran on those nodes
+        raise FlagoptError("run", given[0], f"applies to the Slurm executor, and {space.source.name} runs trials "
+                                            "locally (executor.kind: local): add --executor slurm, or leave it out")
     return replace(space, executor=replace(executor, slurm=slurm))
 
 
@@ -115,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {shlex.quote(shown_url(args.storage))}" if args.storage else ""))
-    return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE
+    # a study stopped early, or one whose baseline never ran, has no answer: a script must not take it for one
+    return 0 if verdict is None or verdict.reason not in ("stopped", "baseline-failed") else EXIT_FAILURE
 
 
 def _registry_default():
