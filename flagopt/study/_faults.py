@@ -76,17 +76,19 @@ def storage_fault(exc: BaseException) -> str | None:
     return None
 
 
-def retrying(storage: optuna.storages.BaseStorage, wait_s: float | None = None) -> optuna.storages.BaseStorage:
-    """``storage`` whose calls retry while the database connection is lost, for up to ``wait_s`` in all."""
+def retrying(storage: optuna.storages.BaseStorage, source: str = "storage",
+             wait_s: float | None = None) -> optuna.storages.BaseStorage:
+    """``storage`` whose calls retry while the database connection is lost, for up to ``wait_s`` in all; ``source``
+    (the URL as it may be shown) starts the error line."""
     wait_s = DB_WAIT_S if wait_s is None else wait_s
     for name in dir(optuna.storages.BaseStorage):
         if name.startswith("_") or not callable(getattr(storage, name, None)):
             continue
-        setattr(storage, name, _retry(getattr(storage, name), wait_s))
+        setattr(storage, name, _retry(getattr(storage, name), wait_s, source))
     return storage
 
 
-def _retry(call: Any, wait_s: float) -> Any:
+def _retry(call: Any, wait_s: float, source: str) -> Any:
     @functools.wraps(call)
     def retried(*args: Any, **kwargs: Any) -> Any:
         deadline = None
@@ -99,8 +101,8 @@ def _retry(call: Any, wait_s: float) -> Any:
                     raise
                 deadline = deadline or time.monotonic() + wait_s
                 if time.monotonic() >= deadline:
-                    raise StorageFault("storage", None, f"the database server did not answer for {wait_s:.0f} s "
-                                       f"({storage_fault(exc)}): the study stopped; runs in flight keep running. Run "
+                    raise StorageFault(source, None, f"the database server did not answer for {wait_s:.0f} s "
+                                       f"({storage_fault(exc)}): the study stopped; runs in flight keep running; run "
                                        "again when the server is back: the study resumes and re-attaches them") from None
                 time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 2, 15.0)

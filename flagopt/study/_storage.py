@@ -247,7 +247,7 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
             storage = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
                                                  skip_table_creation=not create and is_server_url(url))
             # a server that stops answering is waited for (a restart, a failover) before the study stops
-            return retrying(storage) if is_server_url(url) else storage
+            return retrying(storage, shown_url(url)) if is_server_url(url) else storage
         except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
             # Two processes creating the same new storage at once (`run` starting while `status` opens it, two
             # drivers on a fresh database) race on the schema's tables and version rows; the loser finds the
