@@ -165,6 +165,24 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     return changes
 
 
+def _unused_drop(change: Change, new: dict[str, Any], history: list) -> Change:
+    """A dropped choice that no run of the current epoch set invalidates nothing (a choice added after the budget
+    was spent, then removed again): the change is harmless."""
+    name = change.key.removeprefix("params.").removesuffix(".choices")
+    param = new.get("params", {}).get(name)
+    if not change.invalidates or not change.key.endswith(".choices") or not param:
+        return change
+    gone = [c for c in change.old if c not in change.new]
+    section = "args" if param["target"] == "arg" else param["target"]
+    used = {json.dumps(((r.attrs.get("settings") or {}).get(section) or {}).get(param["key"]), default=str)
+            for r in history}
+    used |= {json.dumps(str(json.loads(u)), default=str) for u in used if u != "null"}  # 1 and "1" render the same
+    if any(json.dumps(g, default=str) in used or json.dumps(str(g)) in used for g in gone):
+        return change
+    return Change(change.key, change.old, change.new, False,
+                  f"drops {', '.join(map(str, gone))}, which no run of this epoch set")
+
+
 class StudyChanged(StudyError):
     """The space no longer measures what the study's runs measured."""
 
@@ -190,8 +208,10 @@ def bind_study(study: optuna.Study, space: Space, *, rebaseline: bool) -> list[s
     new = fingerprint(space)
     old = study.user_attrs.get(ATTR) or _legacy(study, new)
     changes = compare(old, new) if old is not None else []
+    history = current_history(study)
+    changes = [_unused_drop(c, new, history) for c in changes]
     breaking = [c for c in changes if c.invalidates]
-    runs = len(current_history(study))
+    runs = len(history)
     notes = []
     if breaking and runs and not rebaseline:
         raise StudyChanged(str(space.source), None, "\n".join([
