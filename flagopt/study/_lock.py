@@ -27,6 +27,8 @@ from flagopt.study._storage import JOURNAL_PREFIX, db_reason, server_engine, sho
 
 #: how often a driver rewrites its heartbeat
 HEARTBEAT_S = 10.0
+#: how often a lock file's holder checks the file is still at its path (someone may delete it)
+PATH_CHECK_S = 1.0
 #: a holder on another host whose heartbeat is older than this is taken as dead
 STALE_S = 120.0
 
@@ -67,6 +69,7 @@ class StudyLock:
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
         self._since = 0.0
+        self.lost = False
 
     def acquire(self, *, force: bool = False) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,11 +109,37 @@ class StudyLock:
         os.pwrite(self._fd, text, 0)
 
     def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
+        last = time.time()
+        while not self._stop.wait(PATH_CHECK_S):  # the path each second, the heartbeat every HEARTBEAT_S
             try:
-                self._write()
+                self._keep_path()
+                if time.time() - last >= HEARTBEAT_S:
+                    self._write()
+                    last = time.time()
             except OSError:
                 pass  # a full or vanished disk: the lock itself still holds
+
+    def _keep_path(self) -> None:
+        """The lock file was deleted (or replaced) under this driver: lock a new one at the path at once, so a later
+        driver finds it held; if another driver was quicker, say so (as the database lock does)."""
+        if self._fd is None or self.lost:
+            return
+        try:
+            if os.stat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                return
+        except FileNotFoundError:
+            pass
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            self.lost = True
+            print(f"flagopt: warning: {self.path}: {self.study_name}: the lock file was deleted and another driver "
+                  "took it; stop this driver", file=sys.stderr, flush=True)
+            return
+        old, self._fd = self._fd, fd
+        os.close(old)  # its file is gone from the path: nobody can lock it again
 
     def holder(self) -> dict:
         try:

@@ -72,6 +72,13 @@ def test_a_journal_lock_is_kept_beside_the_journal_not_in_the_artifacts(space, t
         monkeypatch.setenv("FLAGOPT_ARTIFACTS", str(tmp_path / "elsewhere"))
         assert run(space, storage) == 1
         assert "another driver runs this study" in one_line(capsys)
+        # D9 for a journal: the lock file deleted under the live driver is locked again by it within a second
+        for lock in (tmp_path / "j.log.locks" / "s0.lock", tmp_path / "s0" / "driver.lock"):
+            lock.unlink(missing_ok=True)
+        time.sleep(2.5)
+        monkeypatch.delenv("FLAGOPT_ARTIFACTS")
+        assert run(space, storage) == 1
+        assert "another driver runs this study" in one_line(capsys)
         assert first.wait(timeout=120) == 0, (tmp_path / "driver.out").read_text()
     finally:
         if first.poll() is None:
