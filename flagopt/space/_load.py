@@ -126,7 +126,7 @@ def _build(top: Reader, path: Path) -> Space:
             top.fail(f"is {len(value)} characters long; at most {MAX_NAME} (it names the study's folder and files)", key)
     params = _params(top.sub("params"))
     executor = _executor(top.sub("executor"))
-    return Space(
+    space = Space(
         source=path.resolve(),
         name=name,
         model_tag=top.get("model_tag", str, name),
@@ -151,6 +151,11 @@ def _build(top: Reader, path: Path) -> Space:
         seed=_seed(top),
         raw=dict(top.data),
     )
+    if space.stop.max_trials is not None and space.baseline.has_deployed_env and space.stop.max_trials < 2:
+        # the planner runs baseline-deployed and baseline-no-env first: a budget of 1 would silently become 2
+        top.fail(f"{space.stop.max_trials} cannot hold the two baselines a study with a deployed env runs first "
+                 "(baseline-deployed, baseline-no-env): at least 2", "stop.max_trials")
+    return space
 
 
 def _workdir(top: Reader, local: bool) -> Path:

@@ -101,3 +101,11 @@ def test_a_fifo_or_a_device_is_refused_without_blocking(tmp_path, capsys):
     write(tmp_path, "x.env", "unused")
     err = refused(tmp_path, HEAD + "baseline: {env_file: /dev/zero}\n", capsys)
     assert "baseline.env_file" in err and "/dev/zero is not a regular file" in err
+
+
+def test_a_budget_of_one_with_something_deployed_is_refused(tmp_path, capsys):
+    # D19: max_trials: 1 with a deployed env ran 2 trials (baseline-deployed and baseline-no-env)
+    err = refused(tmp_path, HEAD + "baseline: {env: {NCCL_PROTO: Simple}}\nstop: {max_trials: 1}\n", capsys)
+    assert ": stop.max_trials: 1 cannot hold the two baselines a study with a deployed env runs first" in err
+    path = write(tmp_path, HEAD + "stop: {max_trials: 1}\n", "plain.yaml")  # nothing deployed: one run is a study
+    assert main(["validate", "--space", str(path)]) == 0
