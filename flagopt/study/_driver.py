@@ -25,16 +25,16 @@ from flagopt.study._blame import blamed_by
 from flagopt.study._collect import Collected, _jsonable
 from flagopt.study._design import changed_settings, config_of_settings
 from flagopt.study._domains import distribution, optuna_names
-from flagopt.study._faults import StorageFault, storage_fault
+from flagopt.study._faults import as_storage_fault
 from flagopt.study._fingerprint import bind_study
-from flagopt.study._identity import check_folder, claim_folder, foreign_study, stored_id, study_id
+from flagopt.study._identity import check_identity, claim_folder, study_id
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
 from flagopt.study._planner import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
-from flagopt.study._storage import open_storage, prepare_storage, shown_url, storage_url, study_folder
+from flagopt.study._storage import open_storage, prepare_storage, shown_url, storage_file, storage_url, study_folder
 
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
@@ -87,14 +87,8 @@ class StudyRunner(Launching, Recovery):
         self.lost_slots: dict[str, str] = {}
         parallel = self.max_in_flight * len(self.slots) > 1
         storage = open_storage(self.storage)
-        foreign = foreign_study(storage, self.space.name)
-        if foreign:  # never adopt (and flip the trials of) an Optuna study someone else made
-            raise StudyError(shown_url(storage_url(self.storage)), self.space.name,
-                             f"a study of this name that flagopt did not make is in this storage ({foreign}); give "
-                             "the space another `name:`, or use another --storage")
-        # another storage's study of this name owns the trial folder: refused before anything is created here
-        check_folder(self.folder, stored_id(storage, self.space.name), shown_url(storage_url(self.storage)),
-                     self.space.name)
+        # never adopt a study flagopt did not make; never share the trial folder of another storage's study
+        check_identity(storage, self.space.name, self.folder, shown_url(storage_url(self.storage)))
         self.study = optuna.create_study(
             study_name=self.space.name, storage=storage, direction="maximize",
             sampler=make_sampler(sampler_name, self.space.seed, parallel=parallel), load_if_exists=True)
@@ -142,25 +136,21 @@ class StudyRunner(Launching, Recovery):
             self._recover()
             return self._loop()
         except Exception as exc:
-            why = None if isinstance(exc, StorageFault) else storage_fault(exc)
-            if why is None and not isinstance(exc, StorageFault):
+            url = storage_url(self.storage)
+            fault = as_storage_fault(exc, shown_url(url), self.space.name, storage_file(url))
+            if fault is None:
                 raise
             # Where the study is kept failed: leave the runs in flight running (their ends cannot be recorded now);
             # the next `run` re-attaches them. Nothing is recorded as a configuration's failure.
             self.detach = True
-            if isinstance(exc, StorageFault):
-                raise
-            where = "a trial folder could not be written" if isinstance(exc, OSError) else "the study storage failed"
-            raise StorageFault(shown_url(storage_url(self.storage)), self.space.name,
-                               f"{where} ({why}): the study stopped, runs in flight keep running and nothing was "
-                               "counted against a configuration; fix it and run again to resume") from None
+            raise fault from None
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
             try:
                 self._shutdown()
             except Exception as exc:  # the storage is still failing: the runs stay RUNNING, resume re-attaches them
-                if storage_fault(exc) is None and not isinstance(exc, StorageFault):
+                if as_storage_fault(exc, "", "", None) is None:
                     raise
             lock.release()
             self.progress.close()

@@ -19,6 +19,7 @@ import errno
 import functools
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -74,6 +75,22 @@ def storage_fault(exc: BaseException) -> str | None:
             return f"{args[1]} (MySQL error {args[0]})"
         return " ".join(str(orig).split())[:300] or type(orig).__name__
     return None
+
+
+def as_storage_fault(exc: BaseException, shown_storage: str, study: str, kept: Path | None) -> StorageFault | None:
+    """The one-line error a driver stops with for ``exc``, or ``None`` when ``exc`` is no storage fault.
+
+    ``kept``: the sqlite or journal file (a write error on it is the storage's, any other the trial folders')."""
+    if isinstance(exc, StorageFault):
+        return exc
+    why = storage_fault(exc)
+    if why is None:
+        return None
+    trial_disk = isinstance(exc, OSError) and not (kept and exc.filename and Path(exc.filename) == kept)
+    where = "a trial folder could not be written" if trial_disk else "the study storage failed"
+    return StorageFault(shown_storage, study, f"{where} ({why}): the study stopped, runs in flight keep running and "
+                                              "nothing was counted against a configuration; fix it and run again to "
+                                              "resume")
 
 
 def retrying(storage: optuna.storages.BaseStorage, source: str = "storage",

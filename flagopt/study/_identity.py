@@ -85,6 +85,16 @@ def foreign_study(storage: optuna.storages.BaseStorage, name: str) -> str | None
     return f"direction {shown}, {trials} trials, no flagopt fingerprint"
 
 
+def check_identity(storage: optuna.storages.BaseStorage, name: str, folder: Path, shown_storage: str) -> None:
+    """Before ``run`` creates or changes the study ``name``: it is flagopt's (or new), and ``folder`` is not another
+    storage's study's; else one :class:`StudyError`."""
+    foreign = foreign_study(storage, name)
+    if foreign:  # never adopt (and flip the trials of) an Optuna study someone else made
+        raise StudyError(shown_storage, name, f"a study of this name that flagopt did not make is in this storage "
+                                              f"({foreign}); give the space another `name:`, or use another --storage")
+    check_folder(folder, stored_id(storage, name), shown_storage, name)
+
+
 def study_id(study: optuna.Study) -> str:
     """The study's id, given now when it has none (call it under the study lock)."""
     known = study.user_attrs.get(ID_ATTR)
