@@ -159,8 +159,29 @@ def importances_for_every_study(app: Callable, storage: optuna.storages.BaseStor
     return wrapped
 
 
-def make_server(storage: str | None, host: str = "127.0.0.1", port: int = 8080) -> WSGIServer:
-    """A WSGI server for optuna-dashboard on ``storage`` (bound, not yet serving; port 0 picks a free one).
+#: the HTTP methods that only read: anything else (optuna-dashboard's DELETE of a study, its POSTs of notes and
+#: attrs) changes the study, and the dashboard answers it with 405 unless started with ``allow_edits``
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
+
+
+def read_only(app: Callable) -> Callable:
+    """``app`` that refuses every request that would change a study (HTTP 405, a JSON reason)."""
+    def guarded(environ: dict[str, Any], start_response: Callable) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD", "GET").upper() in READ_METHODS:
+            return app(environ, start_response)
+        body = json.dumps({"reason": "the flagopt dashboard is read-only (start it with --allow-edits to change "
+                                     "or delete studies)"}).encode()
+        start_response("405 Method Not Allowed", [("Content-Type", "application/json"),
+                                                  ("Content-Length", str(len(body))), ("Allow", ", ".join(READ_METHODS))])
+        return [body]
+
+    return guarded
+
+
+def make_server(storage: str | None, host: str = "127.0.0.1", port: int = 8080, *,
+                allow_edits: bool = False) -> WSGIServer:
+    """A WSGI server for optuna-dashboard on ``storage`` (bound, not yet serving; port 0 picks a free one); read-only
+    unless ``allow_edits``.
 
     A storage that does not exist is an error (nothing is created).
     """
@@ -169,6 +190,8 @@ def make_server(storage: str | None, host: str = "127.0.0.1", port: int = 8080) 
     dashboard = _dashboard()
     opened = open_storage(storage, create=False)
     app = importances_for_every_study(dashboard.wsgi(opened), opened)
+    if not allow_edits:
+        app = read_only(app)
     try:
         return _wsgi_server(host, port, app, handler_class=_QuietHandler)
     except OSError as exc:

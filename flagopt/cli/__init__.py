@@ -9,12 +9,14 @@ Example:
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 
 from flagopt import __version__
 from flagopt.cli import _ab, _dashboard, _evidence, _export, _leaderboard, _report, _run, _status, _validate
-from flagopt.errors import EXIT_INTERRUPTED, FlagoptError
+from flagopt.errors import EXIT_FAILURE, EXIT_INTERRUPTED, FlagoptError
 
 from flagopt.cli import _compare, _delete, _studies  # noqa: I001 (the study verbs: listing, deleting, comparing)
 
@@ -50,7 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.own_signals = argv is None
     try:
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a full disk or a closed pipe is then said once, below
+        return code
     except FlagoptError as exc:
         print(f"flagopt: error: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -59,3 +63,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise  # the caller's Ctrl-C (pytest, a notebook): theirs to handle
         print("flagopt: cancelled by you (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `flagopt leaderboard | head -1`: the reader has what it wanted; stop quietly, as a program killed by
+        # SIGPIPE would (exit 141), and keep the interpreter from writing to the closed pipe again at exit
+        _silence_stdout()
+        return EXIT_SIGPIPE
+    except OSError as exc:
+        if exc.errno not in WRITE_FAULTS:
+            raise
+        # stdout on /dev/full, a full disk or quota under the trial folders: one line, not a traceback
+        _silence_stdout()
+        where = f" ({exc.filename})" if exc.filename else " (standard output or a file flagopt writes)"
+        print(f"flagopt: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+#: 128 + SIGPIPE: what a shell reports for a program that wrote into a closed pipe
+EXIT_SIGPIPE = 141
+#: the errors of a write that no retry mends: a full disk or quota, a file too large, an I/O error
+WRITE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS}
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit raises nothing more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file (a test's capture): nothing is flushed at exit

@@ -15,10 +15,16 @@ def add_storage(parser: argparse.ArgumentParser) -> None:
                              "(trial folders then go under $FLAGOPT_ARTIFACTS, else ./studies; docs/storage.md)")
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1 by itself; flagopt.cli.main says every closed pipe the same way (quiet, exit 141)
+        raise BrokenPipeError
+
+
 def console() -> Console:
     probe = Console()
     # Logs and CI are not terminals: rich would wrap tables at 80 columns there.
-    return Console(highlight=False, width=None if probe.is_terminal else 160)
+    return _Console(highlight=False, width=None if probe.is_terminal else 160)
 
 
 def examples(*lines: str) -> dict[str, object]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from flagopt.cli._common import add_storage, console, examples
 from flagopt.errors import EXIT_FAILURE, FlagoptError
 from flagopt.executors import BaseExecutor
-from flagopt.space import Space, load_space
+from flagopt.space import Space, check_workdir, load_space
 from flagopt.study import (Observers, PinnedNodesDown, Progress, StudyRunner, prepare_storage, shown_url, storage_url,
                            study_folder)
 
@@ -86,11 +86,19 @@ def apply_overrides(space: Space, args: argparse.Namespace) -> Space:
         slurm = replace(slurm, nodelist=None, slots=tuple(args.slot))
     if args.partition:
         slurm = replace(slurm, partition=args.partition)
+    given = [flag for flag, value in (("--nodelist", args.nodelist), ("--slot", getattr(args, "slot", None)),
+                                      ("--partition", args.partition)) if value]
+    if given and executor.kind != "slurm":
+        # a local run would ignore them, and the user would believe the study ran on those nodes
+        raise FlagoptError("run", given[0], f"applies to the Slurm executor, and {space.source.name} runs trials "
+                                            "locally (executor.kind: local): add --executor slurm, or leave it out")
     return replace(space, executor=replace(executor, slurm=slurm))
 
 
 def run(args: argparse.Namespace) -> int:
     space = apply_overrides(load_space(args.space), args)
+    if space.executor.kind == "local":  # --executor local on a Slurm space: the command runs here
+        check_workdir(str(space.source), space.workdir)
     out = console()
     slurm = space.executor.slurm
     if space.executor.kind == "slurm" and slurm.slots:
@@ -141,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     out.print(f"next: python -m flagopt leaderboard {space.name}"
               + (f" --storage {shlex.quote(shown_url(args.storage))}" if args.storage else ""))
-    return 0 if verdict is None or verdict.reason != "stopped" else EXIT_FAILURE
+    # a study stopped early, or one whose baseline never ran, has no answer: a script must not take it for one
+    return 0 if verdict is None or verdict.reason not in ("stopped", "baseline-failed") else EXIT_FAILURE
 
 
 def _registry_default():

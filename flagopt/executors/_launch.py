@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 #: A step line of any MaxText format; the watchdog only needs to know that progress was made.
 DEFAULT_PROGRESS_PATTERN = r"completed step:?\s*\d+"
@@ -119,14 +120,28 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
         return RunOutcome(rank=rank, exit_code=127, killed_by=None, host=socket.gethostname(), started_at=started_at,
                           ended_at=time.time(), first_step_at=None, last_step_at=None, log_path=str(log_path))
 
+    write_fault: list[str] = []
+
     def pump() -> None:
         assert proc.stdout is not None
-        with open(log_path, "wb") as log:
-            for raw in iter(proc.stdout.readline, b""):
-                log.write(raw)
-                log.flush()
-                if progress.search(raw.decode("utf-8", "replace")):
-                    step_times.append(time.time())
+        try:
+            log = open(log_path, "wb")  # noqa: SIM115 (closed below, or at the first failed write)
+        except OSError as exc:
+            write_fault.append(f"{exc.strerror or exc} ({log_path})")
+            log = None
+        for raw in iter(proc.stdout.readline, b""):
+            if log is not None:
+                try:
+                    log.write(raw)
+                    log.flush()
+                except OSError as exc:
+                    # a full disk or quota: the log is cut short, which says nothing about the configuration;
+                    # keep reading, or the trial would block on a full pipe
+                    write_fault.append(f"{exc.strerror or exc} ({log_path})")
+                    log = _close_quietly(log)
+            if progress.search(raw.decode("utf-8", "replace")):
+                step_times.append(time.time())
+        _close_quietly(log)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -177,4 +192,13 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
         first_step_at=step_times[0] if step_times else None,
         last_step_at=step_times[-1] if step_times else None,
         log_path=str(log_path),
+        extra={"write_fault": write_fault[0]} if write_fault else {},
     )
+
+
+def _close_quietly(log: Any) -> None:
+    if log is not None:
+        try:
+            log.close()
+        except OSError:
+            pass  # the bytes that did not fit are lost either way

@@ -34,6 +34,9 @@ _PROBE = (
     f"print({_MARK!r}, jax.__version__, getattr(jaxlib, '__version__', '?'))\n"
 )
 _MAX_WORKERS = 8
+#: a jax start that timed out is tried once more with this limit (at least): a busy login node, or many studies
+#: started at once, can make ``import jax`` take minutes; a timeout is "could not check", never a rejection
+RETRY_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class SetCheck:
     flags: tuple[str, ...]
     ok: bool
     problems: tuple[FlagCheck, ...]
+    #: false when jax did not start within the limits (a busy host): not checked, and not taken as rejected
+    checked: bool = True
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,11 @@ class PreflightReport:
     sets: tuple[SetCheck, ...] = ()
 
     @property
+    def unchecked(self) -> tuple[SetCheck, ...]:
+        """The sets jax did not start with in time: neither accepted nor rejected."""
+        return tuple(result for result in self.sets if not result.checked)
+
+    @property
     def problems(self) -> tuple[FlagCheck, ...]:
         """Every distinct rejected flag, in the order first met."""
         seen: dict[str, FlagCheck] = {}
@@ -92,7 +102,9 @@ class PreflightReport:
             return f"pre-flight skipped: {self.reason}"
         head = (f"pre-flight against jax {self.jax_version} / jaxlib {self.jaxlib_version} "
                 f"({' '.join(self.python)}): {self.status}")
-        return "\n".join([head, *(f"  {c.flag}: {c.message}" for c in self.problems)])
+        late = (f"  {len(self.unchecked)} flag set(s) not checked: jax did not start within "
+                f"{RETRY_TIMEOUT_S:g} s (a busy host?); they are not taken as rejected",) if self.unchecked else ()
+        return "\n".join([head, *(f"  {c.flag}: {c.message}" for c in self.problems), *late])
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,7 @@ class _Run:
     ok: bool
     output: str
     versions: tuple[str, str] | None
+    timed_out: bool = False
 
 
 def _xla_flags(flags: Sequence[str]) -> str:
@@ -112,6 +125,14 @@ def _xla_flags(flags: Sequence[str]) -> str:
 
 
 def _run(python: Sequence[str], flags: Sequence[str] | None, timeout_s: float) -> _Run:
+    """One jax start; a timeout is tried again with :data:`RETRY_TIMEOUT_S` before it is reported as such."""
+    run = _start(python, flags, timeout_s)
+    if run.timed_out and RETRY_TIMEOUT_S > timeout_s:
+        run = _start(python, flags, RETRY_TIMEOUT_S)
+    return run
+
+
+def _start(python: Sequence[str], flags: Sequence[str] | None, timeout_s: float) -> _Run:
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
     env["JAX_PLATFORMS"] = "cpu"
     if flags:
@@ -122,7 +143,7 @@ def _run(python: Sequence[str], flags: Sequence[str] | None, timeout_s: float) -
             stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return _Run(False, f"timed out after {timeout_s:g} s", None)
+        return _Run(False, f"timed out after {timeout_s:g} s", None, timed_out=True)
     except OSError as exc:
         return _Run(False, f"cannot run {python[0]}: {exc}", None)
     output = done.stdout + done.stderr
@@ -139,7 +160,7 @@ def _last_line(output: str) -> str:
 
 
 def _diagnose(token: str, run: _Run, registry: FlagRegistry, jaxlib: str) -> FlagCheck | None:
-    if run.ok:
+    if run.ok or run.timed_out:
         return None
     name = flag_name(token)
     rejection = parse_flag_rejection(run.output)
@@ -182,21 +203,28 @@ def preflight(
         probe_future = pool.submit(_run, command, None, timeout_s)
         set_runs = list(pool.map(lambda flags: _run(command, flags, timeout_s), sets))
         probe = probe_future.result()
+    if probe.timed_out:
+        return PreflightReport("skipped", f"jax did not start within {RETRY_TIMEOUT_S:g} s in {' '.join(command)} "
+                               "(a busy host?): nothing was checked", command)
     if not probe.ok or probe.versions is None:
         return PreflightReport("skipped", f"jax does not start in {' '.join(command)}: {_last_line(probe.output)}",
                                command)  # fmt: skip
     jax_v, jaxlib_v = probe.versions
     accepted = {token for flags, run in zip(sets, set_runs) if run.ok for token in flags}
-    suspects = sorted({token for flags, run in zip(sets, set_runs) if not run.ok for token in flags} - accepted)
+    failed = [(flags, run) for flags, run in zip(sets, set_runs) if not run.ok and not run.timed_out]
+    suspects = sorted({token for flags, _ in failed for token in flags} - accepted)
     with ThreadPoolExecutor(max_workers=max(1, min(_MAX_WORKERS, len(suspects)))) as pool:
         single = dict(zip(suspects, pool.map(lambda token: _run(command, [token], timeout_s), suspects)))
     results = []
     for flags, run in zip(sets, set_runs):
-        if run.ok:
-            results.append(SetCheck(flags, True, ()))
+        if run.ok or run.timed_out:
+            results.append(SetCheck(flags, True, (), checked=not run.timed_out))
             continue
         checks = [_diagnose(token, single[token], registry, jaxlib_v) for token in flags if token in single]
         problems = tuple(check for check in checks if check is not None)
+        if not problems and any(single[token].timed_out for token in flags if token in single):
+            results.append(SetCheck(flags, True, (), checked=False))  # a flag alone could not be checked: unknown
+            continue
         if not problems:  # every flag passes alone: the combination fails (or parsing stopped early)
             problems = (FlagCheck(" ".join(flags), "", "error", f"the set fails as a whole: {_last_line(run.output)}"),)
         results.append(SetCheck(flags, False, problems))

@@ -10,12 +10,12 @@ Example:
 from __future__ import annotations
 
 from flagopt.space._checks import render_value
-from flagopt.space._load import load_space, parse_flag_tokens, read_env_file
+from flagopt.space._load import check_workdir, load_space, parse_flag_tokens, read_env_file
 from flagopt.space._model import (
     FLAG_VARIABLES, Baseline, ExecutorSpec, Metric, NoiseSpec, Param, SlurmSpec, Space, StopSpec, TrialConfig,
 )
 
 __all__ = [
     "FLAG_VARIABLES", "Baseline", "ExecutorSpec", "Metric", "NoiseSpec", "Param", "SlurmSpec", "Space", "StopSpec",
-    "TrialConfig", "load_space", "parse_flag_tokens", "read_env_file", "render_value",
+    "TrialConfig", "check_workdir", "load_space", "parse_flag_tokens", "read_env_file", "render_value",
 ]

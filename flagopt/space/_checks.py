@@ -71,6 +71,29 @@ class Reader:
         return value
 
 
+#: the largest integer a space may hold: XLA flags and Slurm settings are 64-bit at most, and a larger integer cannot
+#: become a float (Optuna's distributions, the statistics) without an ``OverflowError``
+MAX_INT = 2**63 - 1
+
+
+def check_tree(source: str, data: Any, path: str = "") -> None:
+    """Every key and value of the parsed file, before any is read: no NUL character (the OS refuses it in an
+    argv, an environment variable or a path, so every run would fail) and no integer beyond 64 bits."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            where = f"{path}.{key}" if path else str(key)
+            check_tree(source, key, where)
+            check_tree(source, value, where)
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            check_tree(source, value, f"{path}[{i}]")
+    elif isinstance(data, str) and "\0" in data:
+        raise SpaceError(source, path or None, f"must not contain a NUL character, got {data!r}")
+    elif isinstance(data, int) and not isinstance(data, bool) and abs(data) > MAX_INT:
+        raise SpaceError(source, path or None, f"must be within +-(2**63 - 1), got an integer of {len(str(abs(data)))} "
+                                               "digits")
+
+
 def type_name(value: Any) -> str:
     if value is None:
         return "null"

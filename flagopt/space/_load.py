@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 import shlex
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import yaml
 from flagopt.errors import SpaceError
 from flagopt.failure_classes import FAILURE_CLASSES
 from flagopt.space._checks import (
-    XLA_FLAG, LIBTPU_FLAG, Reader, check_name, check_value, type_name,
+    XLA_FLAG, LIBTPU_FLAG, Reader, check_name, check_tree, check_value, type_name,
 )
 from flagopt.space._model import (
     Baseline, ExecutorSpec, ExportSpec, FailureSpec, Metric, NoiseSpec, NumericsSpec, Param, SlurmSpec, Space,
@@ -44,6 +46,7 @@ def load_space(path: str | Path) -> Space:
     text = read_text(path, source, None)
     try:
         data = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 (a SafeLoader that also refuses duplicate keys)
+        check_tree(source, data)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -57,10 +60,26 @@ def load_space(path: str | Path) -> Space:
     return _build(top, path)
 
 
+#: a space or env file is a few KiB: a larger one is a mistake (a log, a device), refused before it is read
+MAX_FILE_BYTES = 4 * 2**20
+
+
 def read_text(path: Path, source: str, key: str | None) -> str:
-    """The file's text; an unreadable or non-UTF-8 file is one :class:`SpaceError`."""
+    """The file's text; an unreadable, non-regular (a FIFO, a device), oversized or non-UTF-8 file is one
+    :class:`SpaceError` (a FIFO would block the read forever, ``/dev/zero`` would never end)."""
     try:
-        return path.read_bytes().decode("utf-8")
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a FIFO, a device or a socket)"
+                raise SpaceError(source, key, f"{path} is {kind}" if key else f"is {kind}")
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise SpaceError(source, key, f"{path} is larger than {MAX_FILE_BYTES // 2**20} MiB: not a space or env file")
+        text = data.decode("utf-8")
+        if "\0" in text:
+            raise SpaceError(source, key, f"{path} contains a NUL character (byte {text.index(chr(0))})")
+        return text
     except OSError as exc:
         reason = f"cannot read {path}" if key else "cannot read the file"
         raise SpaceError(source, key, f"{reason}: {exc.strerror or exc}") from None
@@ -90,6 +109,9 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+#: the steady-state window's limits (a tuning run is tens to thousands of steps)
+MAX_STEP = 10**9
+MAX_WINDOW = 100_000
 #: A study name is also a folder name and part of file names: keep it well under any file system's limit.
 MAX_NAME = 100
 
@@ -103,19 +125,20 @@ def _build(top: Reader, path: Path) -> Space:
         if len(value) > MAX_NAME:
             top.fail(f"is {len(value)} characters long; at most {MAX_NAME} (it names the study's folder and files)", key)
     params = _params(top.sub("params"))
-    return Space(
+    executor = _executor(top.sub("executor"))
+    space = Space(
         source=path.resolve(),
         name=name,
         model_tag=top.get("model_tag", str, name),
         parallelism=top.get("parallelism", str, ""),
         command=_command(top),
-        workdir=Path(_no_nul(top, "workdir", top.get("workdir", str, "."))).expanduser(),
+        workdir=_workdir(top, executor.kind == "local"),
         timeout_min=top.number("timeout_min", 45.0, low=0.01),
         metric=_metric(top.sub("metric")),
         baseline=_baseline(top.sub("baseline"), path),
         params=params,
         profiles=_profiles(top.sub("profiles"), params),
-        executor=_executor(top.sub("executor")),
+        executor=executor,
         stop=_stop(top.sub("stop")),
         noise=_noise(top.sub("noise")),
         failures=_failures(top.sub("failures")),
@@ -128,6 +151,29 @@ def _build(top: Reader, path: Path) -> Space:
         seed=_seed(top),
         raw=dict(top.data),
     )
+    if space.stop.max_trials is not None and space.baseline.has_deployed_env and space.stop.max_trials < 2:
+        # the planner runs baseline-deployed and baseline-no-env first: a budget of 1 would silently become 2
+        top.fail(f"{space.stop.max_trials} cannot hold the two baselines a study with a deployed env runs first "
+                 "(baseline-deployed, baseline-no-env): at least 2", "stop.max_trials")
+    return space
+
+
+def _workdir(top: Reader, local: bool) -> Path:
+    """The folder the command runs in (relative: to the folder flagopt starts in). For the local executor it must
+    exist now, or every run would crash on its first line; a Slurm job's folder is on the nodes, which this host may
+    not see (``run --executor local`` checks it then: :func:`check_workdir`)."""
+    workdir = Path(_no_nul(top, "workdir", top.get("workdir", str, "."))).expanduser()
+    if local:
+        check_workdir(top.source, workdir)
+    return workdir
+
+
+def check_workdir(source: str, workdir: Path) -> None:
+    """A local run's ``workdir`` exists and is a folder, or one :class:`SpaceError`."""
+    if not workdir.is_dir():
+        raise SpaceError(source, "workdir", f"{workdir.resolve()} is not a folder" if workdir.exists() else
+                         f"{workdir.resolve()} does not exist (a relative workdir is taken from the folder flagopt "
+                         "runs in)")
 
 
 def _no_nul(r: Reader, key: str, value: str) -> str:
@@ -189,6 +235,9 @@ def _metric(r: Reader) -> Metric:
         r.fail("must be two integers [first, last]", r.key("window"))
     if window[0] < 0 or window[0] > window[1]:
         r.fail(f"first step must be >= 0 and <= last step, got {window}", r.key("window"))
+    if window[1] > MAX_STEP or window[1] - window[0] + 1 > MAX_WINDOW:
+        # the driver and the log parser hold one entry per window step: a window of 10**20 steps is a typo
+        r.fail(f"at most {MAX_WINDOW:,} steps, the last at most {MAX_STEP:,}; got {window}", r.key("window"))
     return Metric(format=fmt, field=r.get("field", str, "Tokens/s/device"), pattern=pattern,
                   window=(window[0], window[1]), direction=_choice(r, "direction", ("maximize", "minimize"), "maximize"),
                   tokens_per_step=r.number("tokens_per_step", None, low=0))
@@ -390,13 +439,22 @@ def _executor(r: Reader) -> ExecutorSpec:
         if not isinstance(k, str) or not re.match(r"[a-z][a-z0-9_-]*\Z", k):
             additional.fail("sbatch parameter names are lower-case words", additional.key(str(k)))
         check_value(r.source, additional.key(k), v)
+    def count(key: str, default: int | None) -> int | None:  # what Slurm takes: a whole number >= 1
+        value = s.get(key, int, default)
+        if value is not None and value < 1:
+            s.fail(f"must be a whole number >= 1, got {value}", s.key(key))
+        return value
+
+    deadline = s.number("pending_deadline_min", 10.0, low=0)
+    if deadline <= 0:
+        s.fail(f"must be > 0 minutes (how long a job may wait in the queue), got {deadline}", s.key("pending_deadline_min"))
     slurm = SlurmSpec(
-        partition=s.get("partition", str), nodelist=s.get("nodelist", str), nodes=s.get("nodes", int, 1),
-        tasks_per_node=s.get("tasks_per_node", int, 1), gpus_per_node=s.get("gpus_per_node", int),
-        cpus_per_task=s.get("cpus_per_task", int), time_min=s.get("time", int), account=s.get("account", str),
+        partition=s.get("partition", str), nodelist=s.get("nodelist", str), nodes=count("nodes", 1),
+        tasks_per_node=count("tasks_per_node", 1), gpus_per_node=count("gpus_per_node", None),
+        cpus_per_task=count("cpus_per_task", None), time_min=count("time", None), account=s.get("account", str),
         qos=s.get("qos", str), exclusive=s.get("exclusive", bool, True),
         additional=tuple((k, str(v)) for k, v in additional.data.items()),
-        pending_deadline_min=s.number("pending_deadline_min", 10.0, low=0),
+        pending_deadline_min=deadline,
     )
     for key in ("partition", "nodelist", "account", "qos"):
         value = getattr(slurm, key)

@@ -26,14 +26,16 @@ from flagopt.study._collect import Collected, _jsonable
 from flagopt.decide import changed_settings, config_of_settings, same_value
 from flagopt.study._domains import distribution, optuna_names
 from flagopt.study._delete import set_aside_stale_trials
+from flagopt.study._faults import as_storage_fault
 from flagopt.study._fingerprint import bind_study
+from flagopt.study._identity import check_identity, claim_folder, study_id
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
 from flagopt.decide import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
-from flagopt.study._storage import open_storage, prepare_storage, study_folder
+from flagopt.study._storage import open_storage, prepare_storage, shown_url, storage_file, storage_url, study_folder
 
 #: How many times a sampled config may hit an excluded value before we give up sampling.
 MAX_RESAMPLES = 30
@@ -89,8 +91,11 @@ class StudyRunner(Launching, Recovery):
         self.slots: list[str] = list(self.executor.slots)
         self.lost_slots: dict[str, str] = {}
         parallel = self.max_in_flight * len(self.slots) > 1
+        storage = open_storage(self.storage)
+        # never adopt a study flagopt did not make; never share the trial folder of another storage's study
+        check_identity(storage, self.space.name, self.folder, shown_url(storage_url(self.storage)))
         self.study = optuna.create_study(
-            study_name=self.space.name, storage=open_storage(self.storage), direction="maximize",
+            study_name=self.space.name, storage=storage, direction="maximize",
             sampler=make_sampler(sampler_name, self.space.seed, parallel=parallel), load_if_exists=True)
         stored = len(self.study.get_trials(deepcopy=False))
         if self.space.seed is not None and stored:
@@ -134,6 +139,8 @@ class StudyRunner(Launching, Recovery):
             if self._stale is not None:
                 self.progress.say(f"a study {self.space.name!r} deleted outside flagopt left trial folders here: "
                                   f"moved to {self._stale} (python -m flagopt delete removes both)")
+            # the trial folders belong to this study of this storage: another one of the same name is refused
+            claim_folder(self.folder, study_id(self.study), shown_url(storage_url(self.storage)), self.space.name)
             self._record_study()
             if self.study.user_attrs.get("flagopt.verdict"):
                 # It judged the records and budget of the last run (a raised max_trials, new runs): this run decides
@@ -143,10 +150,23 @@ class StudyRunner(Launching, Recovery):
                 self.study.set_user_attr("flagopt.excluded", sorted(self._excluded() | set(self.preflight_excluded)))
             self._recover()
             return self._loop()
+        except Exception as exc:
+            url = storage_url(self.storage)
+            fault = as_storage_fault(exc, shown_url(url), self.space.name, storage_file(url))
+            if fault is None:
+                raise
+            # Where the study is kept failed: leave the runs in flight running (their ends cannot be recorded now);
+            # the next `run` re-attaches them. Nothing is recorded as a configuration's failure.
+            self.detach = True
+            raise fault from None
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            self._shutdown()
+            try:
+                self._shutdown()
+            except Exception as exc:  # the storage is still failing: the runs stay RUNNING, resume re-attaches them
+                if as_storage_fault(exc, "", "", None) is None:
+                    raise
             lock.release()
             self.progress.close()
 

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import optuna
 
 from flagopt.errors import StudyError
-from flagopt.space import Param, Space
+from flagopt.space import FLAG_VARIABLES, Param, Space
 from flagopt.study._records import current_history
 
 #: the study's user attr: a compact hash of the fingerprint (``sha256:<16 hex>``), what ``optuna studies`` shows
@@ -41,7 +43,7 @@ ATTR = "flagopt.fingerprint"
 FULL_ATTR = "flagopt.fingerprint.full"
 EPOCH_ATTR = "flagopt.epoch"
 #: top-level sections whose every change invalidates the earlier runs
-MEASUREMENT = ("command", "workdir", "baseline", "metric", "configs", "executor")
+MEASUREMENT = ("command", "workdir", "baseline", "inherited", "metric", "configs", "executor")
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,13 @@ def _param(p: Param) -> dict[str, Any]:
     return {"target": p.target, "key": p.key, **domain}
 
 
-def fingerprint(space: Space) -> dict[str, Any]:
-    """Everything that changes what a run measures, as plain JSON (stored on the study)."""
+def fingerprint(space: Space, inherited: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything that changes what a run measures, as plain JSON (stored on the study).
+
+    ``inherited`` (default: this process's environment): the driver's ``XLA_FLAGS`` / ``LIBTPU_INIT_ARGS`` come first
+    in every run's flags (:func:`flagopt.render.render`), so a resume from a shell with other ones measures another job.
+    """
+    inherited = os.environ if inherited is None else inherited
     b, m, x = space.baseline, space.metric, space.executor
     executor: dict[str, Any] = {"kind": x.kind}
     if x.kind in ("slurm", "slurm-steps"):
@@ -88,6 +95,7 @@ def fingerprint(space: Space) -> dict[str, Any]:
         "workdir": str(space.workdir.resolve()),
         "baseline": {"xla_flags": list(b.xla_flags), "libtpu_flags": list(b.libtpu_flags), "env": dict(b.env),
                      "args": dict(b.args), "defaults": dict(b.defaults)},
+        "inherited": {v: inherited[v] for v in FLAG_VARIABLES.values() if inherited.get(v)},
         "metric": {"format": m.format, "field": m.field, "regex": m.pattern, "window": list(m.window),
                    "direction": m.direction, "tokens_per_step": m.tokens_per_step},
         "configs": {name: dict(args) for name, args in space.configs},
@@ -142,10 +150,14 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
     """The differences between two fingerprints, each marked as invalidating the earlier runs or not."""
     changes: list[Change] = []
     for section in MEASUREMENT:
-        changes += _leaves(old.get(section, _ABSENT), new.get(section, _ABSENT), section, True)
+        # a fingerprint from before "inherited" was stored: the shell's flags were not known, take them as none
+        missing = {} if section == "inherited" else _ABSENT
+        changes += _leaves(old.get(section, missing), new.get(section, missing), section, True)
     changes = [Change(c.key, c.old, c.new, True, "the command runs in another folder; a relative workdir is "
                       "resolved against the folder flagopt is started from") if c.key == "workdir" else c
                for c in changes]
+    changes = [Change(c.key, c.old, c.new, True, "the shell flagopt runs in sets other flags, and every run starts "
+                      "from them") if c.key.startswith("inherited") else c for c in changes]
     old_params, new_params = old.get("params", {}), new.get("params", {})
     for name in [*old_params, *(n for n in new_params if n not in old_params)]:
         changes += _param_change(name, old_params.get(name, _ABSENT), new_params.get(name, _ABSENT))
@@ -188,7 +200,7 @@ def _unused_ok(changes: list[Change], old: dict[str, Any], new: dict[str, Any], 
         elif c.invalidates and param and c.key == f"params.{name}.choices" and "choices" in param:
             gone = [v for v in c.old if v not in c.new]
             if not used(param, gone):
-                c = Change(c.key, c.old, c.new, False, f"drops {', '.join(map(str, gone))}, which no run set")
+                c = Change(c.key, c.old, c.new, False, f"drops {', '.join(map(str, gone))}, which no run of this epoch set")
         out.append(c)
     return out
 

@@ -23,6 +23,7 @@ from flagopt.study import _records as R
 from flagopt.decide import baseline_runs
 from flagopt.study._collect import Collected, collect
 from flagopt.decide import Plan, Verdict, arm_summary
+from flagopt.study._faults import WRITE_FAULT_WORDS, StorageFault
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0
@@ -203,6 +204,14 @@ class Launching:
                 best = arm
         return f"{best.label} {best.estimate.gain:+.1%}" if best else "-"
     def _finish(self, run: Running, result: JobResult) -> None:
+        fault = write_fault(result)
+        if fault:
+            # The trial's folder could not be written (a full disk): it measured nothing about its configuration.
+            self._tell(run.trial, run.plan, Collected(R.CANCELLED, {"failure_reason": f"not measured: {fault}",
+                                                                    **R.CANCELLED_WITH_DRIVER}))
+            raise StorageFault(str(self.folder), self.space.name, f"trial {run.trial.number}'s folder could not be "
+                               f"written ({fault}): the study stopped; the trial was not counted and runs again. "
+                               "Free space there and run again")
         records = self.records()
         baselines = baseline_runs(records, self.space.metric.direction)
         reference = next((r.attrs.get("final_loss") for r in records if r.is_baseline and r.ok), None)
@@ -221,6 +230,19 @@ class Launching:
         self._tell(run.trial, run.plan, collected)
         self._cached_arms = self._arms()
         self.progress.told(self.study, run.trial.number, run.plan, collected)
+
+
+def write_fault(result: JobResult) -> str | None:
+    """Why a job could not write its trial folder (its log, submitit's files), or ``None``."""
+    rank0 = result.rank0
+    if rank0 is not None and rank0.extra.get("write_fault"):
+        return rank0.extra["write_fault"]
+    for line in reversed((result.error or "").splitlines()):
+        for words in WRITE_FAULT_WORDS:
+            if words in line:  # e.g. "OSError: [Errno 28] No space left on device: '/nfs/.../rank0.log'"
+                return words + line.split(words, 1)[1].strip()[:200].replace(": '", " (", 1).rstrip("'") + \
+                    (")" if ": '" in line.split(words, 1)[1] else "")
+    return None
 
 
 def evidence_summary(dump_dir: Path) -> dict[str, Any]:

@@ -23,10 +23,12 @@ from pathlib import Path
 import sqlalchemy
 
 from flagopt.errors import StudyError
-from flagopt.study._storage import db_reason, is_server_url, server_engine, shown_url, storage_url
+from flagopt.study._storage import JOURNAL_PREFIX, db_reason, server_engine, shown_url, storage_file, storage_url
 
 #: how often a driver rewrites its heartbeat
 HEARTBEAT_S = 10.0
+#: how often a lock file's holder checks the file is still at its path (someone may delete it)
+PATH_CHECK_S = 1.0
 #: a holder on another host whose heartbeat is older than this is taken as dead
 STALE_S = 120.0
 
@@ -61,12 +63,13 @@ def holder_alive(holder: dict, *, now: float | None = None) -> str | None:
 
 class StudyLock:
     def __init__(self, folder: Path, study_name: str) -> None:
-        self.path = folder / "driver.lock"
+        self.path = folder / f"{study_name}.lock"
         self.study_name = study_name
         self._fd: int | None = None
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
         self._since = 0.0
+        self.lost = False
 
     def acquire(self, *, force: bool = False) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,11 +109,37 @@ class StudyLock:
         os.pwrite(self._fd, text, 0)
 
     def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
+        last = time.time()
+        while not self._stop.wait(PATH_CHECK_S):  # the path each second, the heartbeat every HEARTBEAT_S
             try:
-                self._write()
+                self._keep_path()
+                if time.time() - last >= HEARTBEAT_S:
+                    self._write()
+                    last = time.time()
             except OSError:
                 pass  # a full or vanished disk: the lock itself still holds
+
+    def _keep_path(self) -> None:
+        """The lock file was deleted (or replaced) under this driver: lock a new one at the path at once, so a later
+        driver finds it held; if another driver was quicker, say so (as the database lock does)."""
+        if self._fd is None or self.lost:
+            return
+        try:
+            if os.stat(self.path).st_ino == os.fstat(self._fd).st_ino:
+                return
+        except FileNotFoundError:
+            pass
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            self.lost = True
+            print(f"flagopt: warning: {self.path}: {self.study_name}: the lock file was deleted and another driver "
+                  "took it; stop this driver", file=sys.stderr, flush=True)
+            return
+        old, self._fd = self._fd, fd
+        os.close(old)  # its file is gone from the path: nobody can lock it again
 
     def holder(self) -> dict:
         try:
@@ -180,7 +209,8 @@ class DatabaseLock:
     def __init__(self, url: str, study_name: str) -> None:
         self.url, self.shown = url, shown_url(url)
         self.study_name = study_name
-        self._engine = server_engine(url)
+        # sqlite: wait for the file's write lock as Optuna's engine does, rather than fail at once
+        self._engine = server_engine(url, **({"connect_args": {"timeout": 30}} if url.startswith("sqlite") else {}))
         self._token: str | None = None
         self._stop = threading.Event()
         self._beater: threading.Thread | None = None
@@ -306,7 +336,11 @@ class DatabaseLock:
 
 
 def driver_lock(storage: str | None, folder: Path, study_name: str) -> StudyLock | DatabaseLock:
-    """The lock for a study: a row in the database for a server URL (drivers on other hosts see it), else the lock
-    file in the study folder."""
+    """The lock for a study, kept with the study's storage (not in its trial folder, which ``$FLAGOPT_ARTIFACTS``
+    moves and a user may delete): a row in the database for a sqlite file or a server URL, and for a journal file
+    a lock file beside it (``<journal>.locks/<study>.lock``)."""
     url = storage_url(storage)
-    return DatabaseLock(url, study_name) if is_server_url(url) else StudyLock(folder, study_name)
+    if url.startswith(JOURNAL_PREFIX):
+        journal = storage_file(url)
+        return StudyLock(journal.parent / f"{journal.name}.locks", study_name)
+    return DatabaseLock(url, study_name)

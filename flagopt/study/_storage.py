@@ -24,6 +24,8 @@ import sqlalchemy
 from sqlalchemy.engine import make_url
 
 from flagopt.errors import FlagoptError, StudyError
+from flagopt.study._faults import retrying
+from flagopt.study._journal import JournalFile
 
 DEFAULT_STORAGE = "sqlite:///studies/flagopt.db"
 JOURNAL_PREFIX = "journal:///"
@@ -124,6 +126,7 @@ def writable_folder(folder: Path, what: str, source: str) -> None:
 
 def prepare_storage(url: str | None, study_name: str) -> None:
     """Before ``run`` writes anything: the storage's folder (or server) and the study's folder are usable."""
+    check_url(storage_url(url))
     if is_server_url(storage_url(url)):
         check_server(storage_url(url), create=True)
     path = storage_file(storage_url(url))
@@ -131,11 +134,72 @@ def prepare_storage(url: str | None, study_name: str) -> None:
         writable_folder(path.parent, "storage", "--storage")
         if path.exists() and not os.access(path, os.R_OK | os.W_OK):
             raise FlagoptError("--storage", str(path), "the storage file is not writable")
+        if path.exists() and storage_url(url).startswith(SQLITE_PREFIX):
+            check_sqlite_file(path, storage_url(url))  # another application's database: refused before the folder
     writable_folder(study_folder(url, study_name), "study", "--storage")
 
 
-def check_sqlite_file(path: Path, url: str) -> None:
-    """A damaged sqlite file is said plainly (Optuna would report "exceeding max length" or worse)."""
+def check_url(url: str) -> None:
+    """A URL that cannot hold a study past this process, or names a folder, is one error before anything is made:
+    an in-memory sqlite database (``sqlite://``, ``sqlite:///``, ``:memory:``) would run a whole study and lose it."""
+    if url.startswith("sqlite:") and storage_file(url) is None:
+        raise FlagoptError("--storage", url, "an in-memory sqlite database is lost when flagopt exits: give a file, "
+                                             f"e.g. {DEFAULT_STORAGE}")
+    if url.startswith("sqlite:") and "mode=memory" in url:
+        raise FlagoptError("--storage", url, "an in-memory sqlite database (mode=memory) is lost when flagopt exits: "
+                                             f"give a file, e.g. {DEFAULT_STORAGE}")
+    path = storage_file(url)
+    if path is not None and (str(path) in ("", ".", "/") or url.endswith("/") or path.is_dir()):
+        raise FlagoptError("--storage", url, f"names a folder, not a file: give the file's path, e.g. "
+                                             f"{'journal:///' if url.startswith('journal') else 'sqlite:///'}"
+                                             f"{(path if str(path) not in ('', '.') else Path('studies')) / 'flagopt'}"
+                                             f"{'.log' if url.startswith('journal') else '.db'}")
+
+
+#: the first bytes of every sqlite database file
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path, url: str, *, create: bool = True) -> None:
+    """A damaged sqlite file is said plainly (Optuna would report "exceeding max length" or worse); so is a file that
+    is no sqlite database (a journal file given as ``sqlite:///``), and, for a reader (``create=False``), a database
+    without Optuna's tables (another application's, or an empty file): nothing is created in it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        head = SQLITE_HEADER  # unreadable: Optuna says why
+    if head and head != SQLITE_HEADER:
+        if head.startswith(b"{"):
+            raise StudyError(url, None, f"{path} is a journal file, not a sqlite database: use --storage "
+                                        f"journal:///{path}")
+        raise StudyError(url, None, f"{path} is not a sqlite database (it does not start with sqlite's header): "
+                                    "check --storage or $FLAGOPT_STORAGE")
+    tables = _sqlite_tables(path)
+    if tables is not None and not create and "alembic_version" not in tables:
+        raise MissingStorage(url, None, f"no study storage in {path} (no Optuna tables; nothing created): check "
+                                        "--storage or $FLAGOPT_STORAGE")
+    if tables and create and not tables & {"alembic_version", "studies", "flagopt_driver_locks"}:
+        raise StudyError(url, None, f"{path} is another application's sqlite database (tables: "
+                                    f"{', '.join(sorted(tables)[:5])}): give flagopt a file of its own")
+    _quick_check(path, url)
+
+
+def _sqlite_tables(path: Path) -> set[str] | None:
+    """The table names of a sqlite file (``None`` when it cannot be opened: Optuna or quick_check says why)."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+
+
+def _quick_check(path: Path, url: str) -> None:
     con = None
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -174,6 +238,7 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
     Optuna's tables, is an error: nothing is created on the way to saying "no such study".
     """
     url = storage_url(url)
+    check_url(url)
     if is_server_url(url):
         check_server(url, create=create)
     path = storage_file(url)
@@ -183,16 +248,18 @@ def open_storage(url: str | None, *, create: bool = True) -> optuna.storages.Bas
         if create:
             writable_folder(path.parent, "storage", "--storage")
         if url.startswith(SQLITE_PREFIX) and path.exists():
-            check_sqlite_file(path, url)
+            check_sqlite_file(path, url, create=create)
     if url.startswith(JOURNAL_PREFIX):
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+        return optuna.storages.JournalStorage(JournalFile(str(path)))
     kwargs = {"connect_args": {"timeout": 30}} if url.startswith("sqlite") else None
     attempt = 0
     while True:
         try:
             # a reader of a database server never creates tables (check_server saw the schema complete)
-            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
-                                              skip_table_creation=not create and is_server_url(url))
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=kwargs,
+                                                 skip_table_creation=not create and is_server_url(url))
+            # a server that stops answering is waited for (a restart, a failover) before the study stops
+            return retrying(storage, shown_url(url)) if is_server_url(url) else storage
         except Exception as exc:  # sqlalchemy's errors are many; the user needs the URL and the cause
             # Two processes creating the same new storage at once (`run` starting while `status` opens it, two
             # drivers on a fresh database) race on the schema's tables and version rows; the loser finds the

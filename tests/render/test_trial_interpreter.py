@@ -14,6 +14,7 @@ from flagopt.space import load_space
 
 def space_with(tmp_path, command: str, baseline: str = "{}"):
     path = tmp_path / "space.yaml"
+    (tmp_path / "job").mkdir(exist_ok=True)  # a local workdir must exist (validated at load)
     path.write_text(textwrap.dedent(f"""
         name: t
         command: {command}

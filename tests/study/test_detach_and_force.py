@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
 import re
 import signal
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+import sqlalchemy
 
 from flagopt.cli import main
 from flagopt.study import history, load_study
@@ -112,22 +111,28 @@ def test_force_on_a_lock_held_from_another_host_needs_a_stale_heartbeat(write_sp
         command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.003"]
         stop: {max_trials: 1}
     """)
-    lock = tmp_path / "studies" / "nfs" / "driver.lock"
-    lock.parent.mkdir(parents=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)  # a driver on another host sharing the folder holds it
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        os.write(fd, json.dumps({"pid": 4242, "host": f"not-{socket.gethostname()}", "since": time.time() - 2000,
-                                 "beat": time.time() - beat_age}).encode())
-        assert run(space, storage) == 1
-        assert "another driver runs this study (pid 4242 on not-" in capsys.readouterr().err
-        assert run(space, storage, "--force") == (0 if taken else 1)
-        err = capsys.readouterr().err
-        if taken:
-            records = history(load_study(storage, "nfs"))
-            assert records and all(r.status == "ok" for r in records)
-        else:
-            assert re.search(r"on not-\S+ showed a heartbeat \d+ s ago \(taken as dead after 120 s without one\)", err)
-            assert not load_study(storage, "nfs").trials
-    finally:
-        os.close(fd)
+    # a driver on another host holds the lock: its row in the study storage's lock table (issue 22: the lock lives
+    # with the storage, not in the trial folder)
+    (tmp_path / "studies").mkdir()
+    optuna.storages.RDBStorage(storage).engine.dispose()
+    engine = sqlalchemy.create_engine(storage)
+    with engine.begin() as db:
+        db.execute(sqlalchemy.text(
+            "CREATE TABLE flagopt_driver_locks (study_name VARCHAR(512) PRIMARY KEY, host VARCHAR(255) NOT NULL, "
+            "pid INTEGER NOT NULL, process VARCHAR(64), token VARCHAR(32) NOT NULL, since FLOAT NOT NULL, "
+            "beat DATETIME NOT NULL)"))
+        db.execute(sqlalchemy.text(
+            "INSERT INTO flagopt_driver_locks VALUES ('nfs', :host, 4242, NULL, 'elsewhere', :since, "
+            "datetime('now', :age))"), {"host": f"not-{socket.gethostname()}", "since": time.time() - 2000,
+                                         "age": f"-{int(beat_age)} seconds"})
+    engine.dispose()
+    assert run(space, storage) == 1
+    assert "another driver runs this study (pid 4242 on not-" in capsys.readouterr().err
+    assert run(space, storage, "--force") == (0 if taken else 1)
+    err = capsys.readouterr().err
+    if taken:
+        records = history(load_study(storage, "nfs"))
+        assert records and all(r.status == "ok" for r in records)
+    else:
+        assert re.search(r"on not-\S+ showed a heartbeat \d+ s ago \(taken as dead after 120 s without one\)", err)
+        assert not load_study(storage, "nfs").trials

@@ -120,9 +120,8 @@ def test_second_driver_on_the_same_study_is_refused(write_space, storage, tmp_pa
     first = subprocess.Popen([sys.executable, "-m", "flagopt", "run", "--space", str(space), "--storage", storage,
                               "--no-preflight"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        lock = tmp_path / "studies" / "locked" / "driver.lock"
-        deadline = time.time() + 30
-        while time.time() < deadline and not (lock.exists() and lock.read_text()):
+        deadline = time.time() + 30  # until the first driver holds the lock: its row in the storage (issue 22)
+        while time.time() < deadline and not _lock_row(tmp_path / "studies" / "flagopt.db", "locked"):
             time.sleep(0.1)
         assert run(space, storage) != 0
         err = capsys.readouterr().err
@@ -133,3 +132,15 @@ def test_second_driver_on_the_same_study_is_refused(write_space, storage, tmp_pa
     # SIGTERM stops cleanly: the running job is cancelled and its trial recorded, not left RUNNING.
     records = history(load_study(storage, "locked"))
     assert records and all(r.status != "running" for r in records)
+
+
+def _lock_row(db, study: str) -> bool:
+    import sqlite3
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return bool(con.execute("SELECT 1 FROM flagopt_driver_locks WHERE study_name = ?", (study,)).fetchall())
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False

@@ -74,7 +74,7 @@ def test_a_non_positive_steady_value_is_a_failed_measurement(write_space, storag
         metric: {field: seconds, direction: minimize}
         stop: {max_trials: 3}
     """)
-    # nothing was measured: `run` says so with its status (issue 23 point 5)
+    # every run failed, so the baseline never ran ok: verdict baseline-failed, exit 1 (issue 22 D15, issue 23 point 5)
     assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight", "--quiet"]) == 1
     records = history(load_study(storage, "zero"))
     assert records and all(r.status == "failed" for r in records)
