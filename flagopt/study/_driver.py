@@ -1,8 +1,8 @@
 """The study driver's loop: plan -> ask -> render -> submit -> watch -> collect -> tell, until a verdict.
 
-:class:`StudyRunner` is put together from three parts, one concern each: the loop, asking and telling (here),
-launching, waiting and collecting (:mod:`flagopt.study._launching`), and crash recovery, re-attach and shutdown
-(:mod:`flagopt.study._recovery`). It reports what happens through a :class:`~flagopt.study.StudyObserver`.
+:class:`StudyRunner` is put together from four parts, one concern each: the loop (here), asking the sampler and
+telling Optuna (:mod:`flagopt.study._asking`), launching, waiting and collecting (:mod:`flagopt.study._launching`),
+and crash recovery, re-attach and shutdown (:mod:`flagopt.study._recovery`). It reports what happens through a :class:`~flagopt.study.StudyObserver`.
 """
 
 from __future__ import annotations
@@ -17,18 +17,15 @@ import optuna
 
 from flagopt.errors import StudyError
 from flagopt.executors import BaseExecutor
-from flagopt.render import render
-from flagopt.space import Param, Space, TrialConfig
+from flagopt.space import Space, TrialConfig
 from flagopt.study import _records as R
 from flagopt.decide import arms_of
-from flagopt.decide import blamed_by
-from flagopt.study._collect import Collected, _jsonable
-from flagopt.decide import changed_settings, config_of_settings, same_value
-from flagopt.study._domains import distribution, optuna_names
+from flagopt.study._domains import optuna_names
 from flagopt.study._delete import set_aside_stale_trials
 from flagopt.study._faults import as_storage_fault
 from flagopt.study._fingerprint import bind_study
 from flagopt.study._identity import check_identity, claim_folder, study_id
+from flagopt.study._asking import Asking
 from flagopt.study._launching import Launching, Running
 from flagopt.study._lock import driver_lock
 from flagopt.study._observer import StudyObserver
@@ -37,8 +34,6 @@ from flagopt.study._progress import Progress
 from flagopt.study._recovery import Recovery
 from flagopt.study._storage import open_storage, prepare_storage, shown_url, storage_file, storage_url, study_folder
 
-#: How many times a sampled config may hit an excluded value before we give up sampling.
-MAX_RESAMPLES = 30
 #: Verdicts the runs still in flight cannot overturn, so the study ends on them at once and cancels those runs.
 #: A sequential test decides when its bound is crossed; waiting for the runs of the other slots (up to a run
 #: length each) only made the user wait. A budget verdict waits: its last runs are paid for and may decide.
@@ -61,7 +56,7 @@ def make_sampler(name: str, seed: int | None, *, parallel: bool = False) -> optu
 
 
 @dataclass
-class StudyRunner(Launching, Recovery):
+class StudyRunner(Asking, Launching, Recovery):
     """Runs (or resumes) the study of one space."""
 
     space: Space
@@ -257,115 +252,3 @@ class StudyRunner(Launching, Recovery):
         if step == SAMPLE:
             return self._sample_plan()
         return step
-
-    # -- asking ---------------------------------------------------------------------------------------------------
-    def _excluded(self) -> set[str]:
-        return set(self.study.user_attrs.get("flagopt.excluded", []))
-
-    def _sampled_params(self, excluded: set[str]) -> tuple[Param, ...]:
-        """The params as the sampler sees them: without the choices the installed XLA rejected.
-
-        A value pre-flight (or a run) found unknown is never proposed; a param left with no choice but the deployed
-        one is not sampled at all (it stays as deployed).
-        """
-        out = []
-        for p in self.space.params:
-            if p.choices is None or not excluded:
-                out.append(p)
-                continue
-            kept = tuple(v for v in p.choices if not self._rejected({p.name: v}, excluded))
-            if any(not same_value(p, v, self.planner.deployed.get(p.name)) for v in kept):
-                out.append(p if kept == p.choices else replace(p, choices=kept))
-        return tuple(out)
-
-    def _rejected(self, settings: dict[str, Any], excluded: set[str]) -> bool:
-        config = config_of_settings(self.space, settings, kind="sampled", profile="sampled")
-        tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-        return bool(tokens & excluded)
-
-    def _sample_plan(self) -> Plan | Verdict | None:
-        excluded = self._excluded()
-        sampled = self._sampled_params(excluded)
-        if not sampled:
-            return Verdict("budget", "every value the sampler could propose was rejected by the installed XLA "
-                                     f"({', '.join(sorted(excluded))}); nothing is left to sample")
-        names = self._optuna_names if all(p in self.space.params for p in sampled) \
-            else optuna_names(self.study, sampled)
-        dists = {names[p.name]: distribution(p) for p in sampled}
-        blames = self.planner.blames(self.records())
-        for _ in range(MAX_RESAMPLES):
-            trial = self.study.ask(fixed_distributions=dists)
-            params = {p.name: trial.params[names[p.name]] for p in sampled}
-            # Only what differs from the deployed job is set: a sampled point equal to a probe joins its arm.
-            changed = changed_settings(self.space, params, self.planner.deployed)
-            config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")
-            tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-            hit = sorted(tokens & excluded)
-            blame = blamed_by(blames, changed)
-            if not hit and blame is None and changed:
-                self._pending_trial = trial
-                return Plan(config, "sampled", "sampler")
-            if blame is not None:
-                # A setting that made earlier runs fail deterministically: a constraint violation the sampler
-                # learns from, without spending a run.
-                self._tell_static(trial, config, "sampled", R.INVALID, constraint="failure",
-                                  failure_class=blame.failure_class, failure_reason=f"not run: {blame.sentence()}")
-                continue
-            if not changed:
-                self._tell_static(trial, config, "sampled", R.INVALID, failure_reason="not run: the sampled point is "
-                                  "the deployed configuration")
-                continue
-            # The installed XLA rejected this value before: never spend a run on it again.
-            self._tell_static(trial, config, "sampled", R.INVALID, failure_class="unknown-flag",
-                              failure_reason=f"excluded: {', '.join(hit)} was rejected by the installed XLA")
-        return Verdict("budget", f"the sampler kept proposing excluded or failing values "
-                                 f"({', '.join(sorted(excluded) + [b.sentence() for b in blames])}); "
-                                 "remove them from the space")
-
-    def _tell_static(self, trial: optuna.trial.Trial, config: TrialConfig, kind: str, status: str, *,
-                     constraint: str | None = None, **attrs: Any) -> None:
-        """Record a trial that never ran: FAIL, or PRUNED with ``constraint`` violated (samplers learn from that)."""
-        self._set_attrs(trial, {"kind": kind, "profile": config.profile, "config_key": config.config_key,
-                                "settings": config.settings(), "status": status,
-                                "epoch": int(self.study.user_attrs.get("flagopt.epoch", 0)), **attrs})
-        if constraint is not None:
-            trial.set_constraint(constraint, 1.0)
-        self.study.tell(trial, state=optuna.trial.TrialState.PRUNED if constraint else optuna.trial.TrialState.FAIL)
-
-    def _set_attrs(self, trial: optuna.trial.Trial | int, attrs: dict[str, Any]) -> None:
-        trial_id = trial._trial_id if isinstance(trial, optuna.trial.Trial) else trial
-        for key, value in attrs.items():
-            self.study._storage.set_trial_user_attr(trial_id, key, _jsonable(value))
-
-    # -- telling -------------------------------------------------------------------------------------------------
-    def _tell(self, trial: optuna.trial.Trial, plan: Plan, collected: Collected) -> None:
-        attrs = dict(collected.attrs)
-        attrs["status"] = collected.status
-        self._set_attrs(trial, attrs)
-        handling = collected.handling
-        if collected.status == R.OK:
-            # A control is the reference itself: gain 0 by definition, so it is never Optuna's "best trial".
-            self.study.tell(trial, 0.0 if plan.kind in (R.BASELINE, R.NO_ENV) else collected.value)
-            return
-        if collected.status == R.INFEASIBLE:
-            # OOM: a constraint violation the samplers read (TPE ranks infeasible trials below every feasible one),
-            # with no made-up value to squash the history plot or the importances.
-            trial.set_constraint("oom", 1.0)
-            self.study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            return
-        self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        if collected.status == R.CANCELLED or handling is None:
-            return
-        if handling.exclude_value:
-            flags = (collected.failure.details or {}).get("unknown_flags") or []
-            tokens = set(self._excluded())
-            settings_tokens = set(str(attrs.get("xla_flags") or "").split()) if not flags else set()
-            tokens.update(flags or settings_tokens)
-            self.study.set_user_attr("flagopt.excluded", sorted(tokens))
-        if plan.retries < handling.retries:
-            self.retry_queue.append(Plan(plan.config, plan.kind, f"retry {plan.retries + 1} after "
-                                         f"{collected.failure.failure_class}", repeat_of=plan.repeat_of,
-                                         retry_of=plan.retry_of if plan.retry_of is not None else trial.number,
-                                         retries=plan.retries + 1))
-        elif handling.stop_study:
-            self._stop_requested = f"{collected.failure.failure_class} (retries exhausted)"
