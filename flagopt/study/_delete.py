@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass
@@ -19,7 +20,8 @@ import optuna
 
 from flagopt.errors import StudyError
 from flagopt.study._lock import driver_lock
-from flagopt.study._storage import load_study, open_storage, study_folder
+from flagopt.study._identity import MARKER
+from flagopt.study._storage import load_study, open_storage, shown_url, storage_url, study_folder
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,15 @@ def set_aside_stale_trials(storage: str | None, name: str) -> Path | None:
     leftovers = [folder / sub for sub in ("trials", "jobs") if (folder / sub).is_dir() and any((folder / sub).iterdir())]
     if not leftovers or name in optuna.get_all_study_names(open_storage(storage)):
         return None
+    marker = folder / MARKER
+    try:
+        owner = json.loads(marker.read_text() or "{}")
+    except (OSError, ValueError):
+        owner = {}
+    if isinstance(owner, dict) and owner.get("storage") not in (None, shown_url(storage_url(storage))):
+        return None  # another storage's study of this name owns the folder: the identity check refuses, not this
+    if marker.exists():
+        leftovers.append(marker)  # the deleted study's claim on the folder goes with its trials
     aside = folder / f"stale-{time.strftime('%Y%m%d-%H%M%S')}"
     aside.mkdir()
     for path in leftovers:
