@@ -29,5 +29,5 @@ def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
         assert "scikit-optimize is not installed" in text
     for strategy in ("flagopt", "manual", "random", "tpe", "tpe-repeats", *optional):
         assert f"| pair | {strategy} |" in text and f"| rand-below | {strategy} |" in text
-    assert "## Results: held-out random landscapes" in text and "## Targets (issue 12)" in text
+    assert "## Results: held-out random landscapes" in text and "## Targets (issue 25)" in text
     assert "pair: win verdict" in text and "kept by hand" in text
