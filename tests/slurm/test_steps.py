@@ -114,7 +114,8 @@ def test_a_detached_driver_leaves_the_step_running_and_the_next_run_reattaches(s
         else:
             raise AssertionError("no step started")
         driver.send_signal(signal.SIGTERM)
-        assert driver.wait(timeout=60) == 1, (tmp_path / "driver.out").read_text()
+        # 128 + SIGTERM: stopped by a signal, its runs left for the next run (issue 23 point 11)
+        assert driver.wait(timeout=60) == 143, (tmp_path / "driver.out").read_text()
         assert steps_of_running(allocation), "the step stopped with its driver"
         done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stdout + done.stderr
