@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flagopt.space import Param, Space, TrialConfig, render_value
@@ -99,6 +99,31 @@ def _cast(param: Param, value: float) -> Scalar:
             out = int(param.low + round((out - param.low) / param.step) * param.step)  # type: ignore[operator]
         return int(min(max(out, param.low), param.high))  # type: ignore[type-var]
     return float(value)
+
+
+def configurations(params: Sequence[Param], deployed: Mapping[str, str | None]) -> float:
+    """How many configurations other than the deployed job ``params`` can set (``math.inf`` if one is continuous).
+
+    Example:
+        >>> flags = [Param(f"f{i}", "xla", f"xla_f{i}", choices=(True, False)) for i in range(4)]
+        >>> configurations(flags, {p.name: "false" for p in flags})
+        15
+        >>> mb = Param("mb", "arg", "num_microbatches", type="int", low=4, high=32, step=4)
+        >>> configurations(flags + [mb], {"mb": "8", **{p.name: "false" for p in flags}})
+        127
+    """
+    total = 1
+    for param in params:
+        if param.choices is not None:
+            values = len(set(param.choices))
+            if not any(same_value(param, c, deployed.get(param.name)) for c in param.choices):
+                values += 1  # the deployed value is a configuration the sampler cannot set back
+        elif param.type == "int":
+            values = int(math.floor((float(param.high) - float(param.low)) / float(param.step or 1) + 1e-9)) + 1
+        else:
+            return math.inf
+        total *= max(values, 1)
+    return total - 1
 
 
 def probe_values(param: Param, deployed: str | None) -> list[Scalar]:

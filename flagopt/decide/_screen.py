@@ -227,6 +227,11 @@ class Screen:
         key = design.config_of_settings(self.space, combo, kind="probe", profile="").config_key
         if any(r.config_key == key for r in records if not r.stopped_with_driver):
             return False
+        # Only a combination the screen would still propose: past the proposal budget, or no better than an earlier
+        # proposal, it never runs, and waiting for it kept 6 of 50 null studies from their verdict to the end.
+        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
+        if len(proposed) >= MAX_MODEL_PROPOSALS or not self.worth_running(self._model, combo, records):
+            return False
         alone = self.single_setting_arms(arms)
         parts = sum(max(a.estimate.gain - self._sigma, 0.0) for n, v in combo.items()
                     if (a := alone.get(n, {}).get(v)) is not None and a.estimate is not None)

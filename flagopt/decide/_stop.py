@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from flagopt import stats
+from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, RunRecord
@@ -17,6 +18,7 @@ class Stopping:
     """Part of :class:`~flagopt.decide.Planner`: the stop rules and the verdicts they draw."""
 
     space: Space
+    deployed: dict[str, str | None]
     max_trials: int
     promising_unrun: Callable[[Sequence[RunRecord], Sequence[Arm], float], bool]
     started_at: float
@@ -98,7 +100,10 @@ class Stopping:
         if out_of_budget:
             return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
         distinct = [a for a in arms if a.estimate is not None]
-        if len(distinct) >= stop.max_null and not self.candidates(arms, ()) \
+        # A space of fewer configurations than max_null is done when each was measured (four booleans: 15, and the
+        # sampler re-proposed them until the budget ended, with no verdict).
+        enough = min(stop.max_null, design.configurations(space.params, self.deployed))
+        if distinct and len(distinct) >= enough and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
