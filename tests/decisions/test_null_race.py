@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._random_landscapes import random_landscape
+from flagopt.decide import configurations
 from flagopt.study import arms_of
 from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
@@ -21,7 +23,8 @@ def study(tmp_path: Path, seed: int):
     return run_study(LAND, tmp_path, seed)
 
 
-@pytest.mark.parametrize("seed", [10, 18])
+# 1012: the model's last combination stayed unrun past the proposal budget and held the null verdict off to the end
+@pytest.mark.parametrize("seed", [10, 18, 1012])
 def test_a_null_study_ends_on_the_null_verdict_within_the_budget(tmp_path, seed):
     runner, verdict = study(tmp_path, seed)
     records = runner.records()
@@ -42,3 +45,18 @@ def test_no_arm_is_re_run_once_it_fell_below_the_null_race_floor(tmp_path):
         if arm.n >= space.noise.min_runs:
             # from min_runs on the floor is the bar itself (it does not depend on the run noise estimate)
             assert arm.estimate.gain >= space.stop.null_gain, (rec.number, arm.label, arm.n, arm.estimate.gain)
+
+
+def test_a_space_smaller_than_max_null_is_done_once_each_configuration_was_measured(tmp_path):
+    """rand-null-1027 sets four booleans, 15 configurations: max_null (25) distinct ones never exist, and the sampler
+    re-proposed them until the budget ended with no verdict."""
+    land = random_landscape("rand-null", 1027, tmp_path)
+    runner, verdict = run_study(land, tmp_path / "study", 1027)
+    space = runner.space
+    size = configurations(space.params, runner.planner.deployed)
+    assert size < space.stop.max_null
+    assert verdict.reason == "null", verdict.message
+    assert len(runner.records()) < space.stop.max_trials
+    measured = {a.config_key for a in arms_of(runner.records(), space.noise, space.metric.direction)
+                if a.estimate is not None}
+    assert len(measured) >= size
