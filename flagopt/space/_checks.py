@@ -76,6 +76,14 @@ class Reader:
 MAX_INT = 2**63 - 1
 
 
+def choice(r: Reader, name: str, allowed: tuple[str, ...], default: str) -> Any:
+    """The string at ``name`` (``default`` if absent), which must be one of ``allowed``."""
+    value = r.get(name, str, default)
+    if value not in allowed:
+        r.fail(f"must be one of {', '.join(allowed)}, got {value!r}", r.key(name))
+    return value
+
+
 def check_tree(source: str, data: Any, path: str = "") -> None:
     """Every key and value of the parsed file, before any is read: no NUL character (the OS refuses it in an
     argv, an environment variable or a path, so every run would fail) and no integer beyond 64 bits."""
