@@ -19,9 +19,9 @@ from flagopt.space import Space
 CONTROL_MIN_GAP = 4
 #: Runs between two controls until the drift is measured (three controls), and at the least after that: every
 #: sixth run was 17 % of a study's runs on controls; the effects model reads drift from every run in between.
-CONTROL_FIRST_GAP = 7
+CONTROL_FIRST_GAP = 9
 #: Runs between two controls at the most, where the measured drift allows it (controls <= 15 % of a study's runs).
-CONTROL_MAX_GAP = 10
+CONTROL_MAX_GAP = 12
 
 
 class Race:
