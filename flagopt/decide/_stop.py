@@ -10,7 +10,7 @@ from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
-from flagopt.decide._runs import CANCELLED, RunRecord
+from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
 
 
@@ -101,9 +101,10 @@ class Stopping:
             return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
         distinct = [a for a in arms if a.estimate is not None]
         # A space of fewer configurations than max_null is done when each was measured (four booleans: 15, and the
-        # sampler re-proposed them until the budget ended, with no verdict).
-        enough = min(stop.max_null, design.configurations(space.params, self.deployed))
-        if distinct and len(distinct) >= enough and not self.candidates(arms, ()) \
+        # sampler re-proposed them until the budget ended, with no verdict): its params' and its profiles'.
+        size = design.configurations(space.params, self.deployed) + len(space.profiles)
+        measured = sum(1 for a in distinct if a.kind != NO_ENV)
+        if (len(distinct) >= stop.max_null or 0 < size <= measured) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
