@@ -18,7 +18,8 @@ from flagopt.space import Space
 #: measured anyway, and a control every other run spent ~40 % of a study on controls.
 CONTROL_MIN_GAP = 4
 #: Runs between two controls until the drift is measured (three controls), and at the least after that: every
-#: sixth run was 17 % of a study's runs on controls; the effects model reads drift from every run in between.
+#: sixth run was 17 % of a study's runs on controls, every seventh 15-16 %, every ninth 14 % with the within-1 %
+#: and coverage figures kept (seeds 0-29); the effects model reads drift from every run in between.
 CONTROL_FIRST_GAP = 9
 #: Runs between two controls at the most, where the measured drift allows it (controls <= 15 % of a study's runs).
 CONTROL_MAX_GAP = 12
