@@ -100,11 +100,12 @@ class Stopping:
         if out_of_budget:
             return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
         distinct = [a for a in arms if a.estimate is not None]
-        # A space of fewer configurations than max_null is done when each was measured (four booleans: 15, and the
-        # sampler re-proposed them until the budget ended, with no verdict): its params' and its profiles'.
-        size = design.configurations(space.params, self.deployed) + len(space.profiles)
+        # A space whose params set fewer configurations than max_null is done when each was measured, its profiles'
+        # too (four booleans: 15, and the sampler re-proposed them until the budget ended, with no verdict). A space
+        # of profiles alone keeps max_null: nothing is sampled there, the budget goes to repeats.
+        size = design.configurations(space.params, self.deployed)
         measured = sum(1 for a in distinct if a.kind != NO_ENV)
-        if (len(distinct) >= stop.max_null or 0 < size <= measured) and not self.candidates(arms, ()) \
+        if (len(distinct) >= stop.max_null or 0 < size and size + len(space.profiles) <= measured) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
