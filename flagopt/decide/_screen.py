@@ -99,8 +99,7 @@ class Screen:
         if mended is not None:
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
-        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
-        budget_left = len(proposed) < MAX_MODEL_PROPOSALS
+        budget_left = self.proposals_left(records)
         combo = self.combination(model, blames)
         if len(combo) >= 2 and not proposals_in_flight and budget_left and self.worth_running(model, combo, records):
             config = fresh(combo, "combination: " + ", ".join(
@@ -197,6 +196,12 @@ class Screen:
     def _effect(model: EffectsModel | None, name: str, value: Any) -> float:
         return model.effect(name, value)[0] if model is not None else 0.0
 
+    @staticmethod
+    def proposals_left(records: Sequence[RunRecord]) -> bool:
+        """Whether the study may still run a configuration the model proposes (``MAX_MODEL_PROPOSALS``)."""
+        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
+        return len(proposed) < MAX_MODEL_PROPOSALS
+
     def worth_running(self, model: EffectsModel | None, settings: dict[str, Any], records: Sequence[RunRecord]) -> bool:
         """Whether a configuration the model proposes is predicted to beat every earlier proposal by half a sigma.
 
@@ -229,8 +234,7 @@ class Screen:
             return False
         # Only a combination the screen would still propose: past the proposal budget, or no better than an earlier
         # proposal, it never runs, and waiting for it kept 6 of 50 null studies from their verdict to the end.
-        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
-        if len(proposed) >= MAX_MODEL_PROPOSALS or not self.worth_running(self._model, combo, records):
+        if not self.proposals_left(records) or not self.worth_running(self._model, combo, records):
             return False
         alone = self.single_setting_arms(arms)
         parts = sum(max(a.estimate.gain - self._sigma, 0.0) for n, v in combo.items()

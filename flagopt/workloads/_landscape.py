@@ -1,0 +1,407 @@
+"""The simulated job's truth: a landscape (``landscapes.yaml``) of params, effects, interactions, cliffs, noise,
+drift and infrastructure faults; ``Landscape`` answers what a configuration truly gains and samples one run of it.
+
+The job process that plays a landscape is :mod:`flagopt.workloads.sim`, which re-exports these names.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from flagopt.errors import FlagoptError
+from flagopt.workloads import _emit
+
+Value = bool | int | float | str | None
+
+
+LANDSCAPES = Path(__file__).with_name("landscapes.yaml")
+TARGETS = ("xla", "env", "args")
+_RESERVED = {"landscape": "", "seed": "0", "steps": "15", "step_s": "0.0", "launch": "", "landscapes": ""}
+#: The environment variable naming another landscapes file (the ``landscapes=`` argument wins over it).
+LANDSCAPES_ENV = "FLAGOPT_SIM_LANDSCAPES"
+#: Infrastructure failures a ``flaky:`` section may give a probability per launch, in the order they are drawn.
+FLAKY_KINDS = ("nccl_init", "coordination_timeout", "hang", "sigterm_after")
+#: Seconds from process start to the first compile (imports, device and distributed initialisation).
+STARTUP_S = 20.0
+#: The JAX coordination service declares a task dead after 10 missed heartbeats of 10 s.
+HEARTBEAT_TIMEOUT_S = 100.0
+#: What the runner's hang watchdog waits by default (``failures.hang_min: 10``) when the caller does not say.
+DEFAULT_HANG_S = 600.0
+
+
+class SimulatedFailure(Exception):
+    """A run that fails the way the real job would: ``kind`` is ``oom`` or ``unknown_flag``, ``text`` its output."""
+
+    def __init__(self, kind: str, text: str, exit_code: int) -> None:
+        super().__init__(text)
+        self.kind, self.text, self.exit_code = kind, text, exit_code
+
+
+@dataclass(frozen=True)
+class SimParam:
+    """One tunable of a landscape: its search-space entry and its true effect."""
+
+    name: str
+    target: str
+    type: str
+    default: Value
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Value, ...] = ()
+    explicit_grid: tuple[Value, ...] = ()
+    effect: Mapping[str, Any] | None = None
+
+    def coerce(self, raw: Any) -> Value:
+        """Parse a value as the job would (``"true"`` -> True, ``"1073741824"`` -> int)."""
+        if raw is None:
+            return None
+        if self.type == "bool":
+            return raw if isinstance(raw, bool) else str(raw).strip().lower() in ("true", "1", "yes")
+        if self.type == "int":
+            return int(raw)
+        if self.type == "float":
+            return float(raw)
+        return str(raw)
+
+    def grid(self) -> tuple[Value, ...]:
+        """The values ``Landscape.best`` searches: explicit ``grid``, or powers of two / every integer / choices."""
+        if self.explicit_grid:
+            values: list[Value] = list(self.explicit_grid)
+        elif self.type == "bool":
+            values = [False, True]
+        elif self.type == "categorical":
+            values = [None, *self.choices] if self.default is None else list(self.choices)
+        elif self.type == "int" and self.log:
+            lo, hi = math.ceil(math.log2(self.low or 1)), math.floor(math.log2(self.high or 1))
+            values = [2**k for k in range(lo, hi + 1)]
+        elif self.type == "int":
+            values = list(range(int(self.low or 0), int(self.high or 0) + 1))
+        else:
+            values = [float(v) for v in np.linspace(self.low or 0.0, self.high or 0.0, 9)]
+        return tuple(dict.fromkeys([*values, self.default]))
+
+    def candidates(self) -> tuple[Value, ...]:
+        """:meth:`grid` plus, for an int with a bubble, the integers around the bubble's continuous optimum.
+
+        The search space lets a sampler pick any integer (27 microbatches), so the true best must consider it:
+        the bubble factor is unimodal in the count, its optimum ``sqrt((stages - 1) / overhead)``.
+        """
+        values = list(self.grid())
+        bubble = (self.effect or {}).get("bubble")
+        if bubble and self.type == "int" and self.low is not None and self.high is not None:
+            peak = math.sqrt((float(bubble["stages"]) - 1.0) / float(bubble["overhead"]))
+            for v in (math.floor(peak), math.ceil(peak)):
+                if self.low <= v <= self.high:
+                    values.append(int(v))
+        return tuple(dict.fromkeys(values))
+
+    def factor(self, value: Value) -> float:
+        """Relative throughput factor of ``value`` under this param's effect (1.0 = no effect)."""
+        effect = self.effect or {}
+        out = 1.0
+        if "values" in effect:
+            out *= 1.0 + float(effect["values"].get(value, 0.0))
+        if "bump" in effect and value:
+            bump = effect["bump"]
+            z = (math.log2(float(value)) - math.log2(float(bump["center"]))) / float(bump["width"])
+            out *= 1.0 + float(bump["height"]) * math.exp(-0.5 * z * z)
+        if "bubble" in effect and value:
+            stages, overhead = float(effect["bubble"]["stages"]), float(effect["bubble"]["overhead"])
+            out /= (1.0 + (stages - 1.0) / float(value)) * (1.0 + overhead * float(value))
+        return out
+
+
+def _matches(when: Mapping[str, Any], settings: Mapping[str, Value]) -> bool:
+    for name, cond in when.items():
+        value = settings.get(name)
+        if isinstance(cond, Mapping):
+            if value is None and ("ge" in cond or "le" in cond):
+                return False
+            if "ge" in cond and not value >= cond["ge"]:  # type: ignore[operator]
+                return False
+            if "le" in cond and not value <= cond["le"]:  # type: ignore[operator]
+                return False
+            if "in" in cond and value not in cond["in"]:
+                return False
+        elif value != cond:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Best:
+    """The true best configuration over the grid (every param resolved) and its true gain."""
+
+    settings: Mapping[str, Value]
+    gain: float
+
+
+@dataclass(frozen=True)
+class Landscape:
+    """A truth model: throughput of any configuration, its noise and drift, OOM regions and unknown flags."""
+
+    name: str
+    description: str
+    jaxlib: str
+    devices: int
+    tokens_per_s: float
+    total_weights: int
+    tflops_per_token: float
+    compile_s: float
+    noise: Mapping[str, float]
+    drift_model: Mapping[str, float]
+    baseline: Mapping[str, Value]
+    params: Mapping[str, SimParam]
+    interactions: tuple[Mapping[str, Any], ...] = ()
+    ooms: tuple[Mapping[str, Any], ...] = ()
+    unknown_flags: frozenset[str] = frozenset()
+    flaky: Mapping[str, float] = field(default_factory=dict)
+    path: str = ""  # the landscapes file it was read from ("" = the shipped one)
+
+    def resolve(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> dict[str, Value]:
+        """Every param's value: defaults, then the deployed baseline (``on_baseline``), then ``settings``.
+
+        ``settings`` is flat (``{name: value}``) or a trial record's ``{"xla": {...}, "env": {...}, ...}``.
+        """
+        flat = _flatten(settings)
+        out = {name: p.default for name, p in self.params.items()}
+        if on_baseline:
+            out.update(self.baseline)
+        for name, raw in flat.items():
+            if name in self.params:
+                out[name] = self.params[name].coerce(raw)
+        return out
+
+    def _factor(self, resolved: Mapping[str, Value], names: Iterable[str] | None = None) -> float:
+        out = math.prod(self.params[n].factor(resolved[n]) for n in (names or self.params))
+        for inter in self.interactions:
+            if _matches(inter["when"], resolved):
+                out *= 1.0 + float(inter["gain"])
+        return out
+
+    def true_gain(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> float:
+        """Noise-free relative gain of ``settings`` over the deployed baseline (0.116 = +11.6 %)."""
+        return self._factor(self.resolve(settings, on_baseline=on_baseline)) / self._factor(self.resolve({})) - 1.0
+
+    def drift(self, run_index: float) -> float:
+        """Baseline level factor at launch ``run_index``: linear over ``launches`` plus a slow sine."""
+        d = self.drift_model
+        phase = 2.0 * math.pi * run_index / float(d.get("period", 1.0))
+        return 1.0 + float(d["total"]) * run_index / float(d["launches"]) + float(d.get("sine", 0.0)) * math.sin(phase)
+
+    def oom_bytes(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> int | None:
+        """Bytes the job fails to allocate for ``settings``, or ``None`` when it fits."""
+        resolved = self.resolve(settings, on_baseline=on_baseline)
+        return next((int(o["bytes"]) for o in self.ooms if _matches(o["when"], resolved)), None)
+
+    def oom_rule(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> int | None:
+        """Index (in ``oom:``) of the first OOM rule ``settings`` falls in, or ``None`` when it fits."""
+        resolved = self.resolve(settings, on_baseline=on_baseline)
+        return next((i for i, o in enumerate(self.ooms) if _matches(o["when"], resolved)), None)
+
+    def check_flags(self, names: Iterable[str], tokens: Sequence[str] | None = None) -> None:
+        """Raise the unknown-flag failure when any of ``names`` is one this landscape's jaxlib rejects."""
+        bad = [n for n in names if n in self.unknown_flags]
+        if bad:
+            shown = [t for t in tokens or () if t.lstrip("-").split("=", 1)[0] in bad] or [f"--{n}" for n in bad]
+            code = _emit.unknown_flags_exit_code(self.jaxlib)
+            raise SimulatedFailure("unknown_flag", _emit.unknown_flags_message(shown, self.jaxlib), code)
+
+    def sample_run(
+        self,
+        settings: Mapping[str, Any],
+        run_index: int,
+        rng: np.random.Generator,
+        steps: int = 15,
+        *,
+        on_baseline: bool = True,
+        drift_index: float | None = None,
+        speed: float = 1.0,
+    ) -> list[float]:
+        """Per-step tokens/s/device of one run at launch ``run_index`` (step 0 includes compilation).
+
+        ``drift_index`` (default ``run_index``) is where on the drift curve the run falls, ``speed`` the factor of
+        the node it runs on (a node group a few percent slower than another).
+
+        Raises:
+            SimulatedFailure: an unknown flag or an OOM region, with the real job's output.
+        """
+        self.check_flags(_flatten(settings))
+        oom = self.oom_bytes(settings, on_baseline=on_baseline)
+        if oom is not None:
+            raise SimulatedFailure("oom", _emit.oom_message(oom), _emit.RUNTIME_ERROR_EXIT_CODE)
+        gain = self.true_gain(settings, on_baseline=on_baseline)
+        level = self.tokens_per_s * (1.0 + gain) * self.drift(run_index if drift_index is None else drift_index) * speed
+        level *= 1.0 + float(self.noise["run"]) * rng.standard_normal()
+        values = level * (1.0 + float(self.noise["step"]) * rng.standard_normal(steps))
+        per_step = self.total_weights / self.devices
+        if steps:
+            values[0] = per_step / (per_step / values[0] + self.compile_s)
+        if steps > 1:
+            values[1] *= 0.985  # the first steady step still warms caches
+        return [float(v) for v in values]
+
+    def infra_fault(self, seed: int, launch: int, stream: int = 0) -> str | None:
+        """The infrastructure failure (one of :data:`FLAKY_KINDS`) launch ``launch`` suffers, or ``None``.
+
+        Deterministic in ``(seed, launch, stream)`` and drawn from its own generator, so a landscape without a
+        ``flaky:`` section draws nothing and its noise is unchanged.
+
+        Example:
+            >>> land = load_landscape("flaky")
+            >>> land.infra_fault(0, 3) == land.infra_fault(0, 3)
+            True
+        """
+        if not self.flaky:
+            return None
+        draw = float(np.random.default_rng([seed, launch, 2, stream]).random())
+        edge = 0.0
+        for kind in FLAKY_KINDS:
+            edge += float(self.flaky.get(kind, 0.0))
+            if draw < edge:
+                return kind
+        return None
+
+    def hang_after(self, seed: int, launch: int, steps: int, stream: int = 0) -> int:
+        """How many step lines a hanging launch prints before it stops (at least 1, fewer than ``steps``)."""
+        rng = np.random.default_rng([seed, launch, 3, stream])
+        return int(rng.integers(1, max(steps, 2)))
+
+    def best(self) -> Best:
+        """The true best configuration over every param's candidates, excluding OOM regions (for regret).
+
+        Params outside every interaction and OOM condition are optimised one by one (their effects multiply);
+        the coupled ones are enumerated jointly, so the answer is exact for the model.
+        """
+        coupled = {n for item in (*self.interactions, *self.ooms) for n in item["when"]}
+        chosen = self.resolve({})
+        for name in set(self.params) - coupled:
+            param, current = self.params[name], chosen[name]
+            # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
+            chosen[name] = max(param.candidates(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
+        names = sorted(coupled)
+        best_combo = tuple(chosen[n] for n in names)
+        oom_now = any(_matches(o["when"], chosen) for o in self.ooms)
+        best_key = -math.inf if oom_now else round(self._factor(chosen, names), 12)
+        for combo in itertools.product(*(self.params[n].candidates() for n in names)):
+            trial = {**chosen, **dict(zip(names, combo, strict=True))}
+            if any(_matches(o["when"], trial) for o in self.ooms):
+                continue
+            key = round(self._factor(trial, names), 12)
+            if key > best_key:
+                best_key, best_combo = key, combo
+        chosen.update(zip(names, best_combo, strict=True))
+        return Best(settings=chosen, gain=self.true_gain(chosen, on_baseline=False))
+
+    def space_params(self) -> dict[str, dict[str, Any]]:
+        """Search-space entries (no truth) per param: target, type, range or choices, default."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, p in self.params.items():
+            entry: dict[str, Any] = {"target": p.target, "type": p.type, "default": p.default}
+            if p.type in ("int", "float"):
+                entry.update(low=p.low, high=p.high, log=p.log)
+            if p.choices:
+                entry["choices"] = list(p.choices)
+            out[name] = entry
+        return out
+
+    def baseline_settings(self) -> dict[str, dict[str, Value]]:
+        """The deployed baseline as a trial record's ``{"xla": ..., "env": ..., "args": ...}``."""
+        out: dict[str, dict[str, Value]] = {t: {} for t in TARGETS}
+        for name, value in self.baseline.items():
+            out[self.params[name].target][name] = value
+        return out
+
+
+def _flatten(settings: Mapping[str, Any]) -> dict[str, Any]:
+    if settings and all(k in (*TARGETS, "libtpu") and isinstance(v, Mapping) for k, v in settings.items()):
+        return {k.lstrip("-"): v for part in settings.values() for k, v in part.items()}
+    return {str(k).lstrip("-"): v for k, v in settings.items()}
+
+
+def landscape_names(path: Path = LANDSCAPES) -> list[str]:
+    """Names of the landscapes in ``path``."""
+    return list(yaml.safe_load(Path(path).read_text()))
+
+
+_CACHE: dict[tuple[str, int, str], Landscape] = {}
+
+
+def landscapes_path(option: str = "", env: Mapping[str, str] | None = None) -> Path:
+    """The landscapes file a job reads: ``landscapes=`` if given, else ``$FLAGOPT_SIM_LANDSCAPES``, else the shipped."""
+    chosen = option or (os.environ if env is None else env).get(LANDSCAPES_ENV, "")
+    return Path(chosen) if chosen else LANDSCAPES
+
+
+def load_landscape(name: str, path: Path | str = LANDSCAPES) -> Landscape:
+    """Read one landscape from ``landscapes.yaml`` (or ``path``); cached while the file is unchanged."""
+    path = Path(path)
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
+    except OSError as exc:
+        raise FlagoptError(str(path), "landscapes", f"cannot read the landscapes file: {exc.strerror}") from exc
+    if key not in _CACHE:
+        _CACHE[key] = _read_landscape(name, path)
+    return _CACHE[key]
+
+
+def _read_landscape(name: str, path: Path) -> Landscape:
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or name not in data:
+        known = sorted(data) if isinstance(data, dict) else []
+        raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {known}")
+    return landscape_from_data(name, data[name], path)
+
+
+def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LANDSCAPES) -> Landscape:
+    """A :class:`Landscape` from one entry of a landscapes file (``path`` is where it is, or will be, written)."""
+    path = Path(path)
+    flaky = {str(k): float(v) for k, v in (d.get("flaky") or {}).items()}
+    bad = sorted(set(flaky) - set(FLAKY_KINDS))
+    if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
+        raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
+                           f"{', '.join(FLAKY_KINDS)}; got {flaky}")
+    params = {
+        pname: SimParam(
+            name=pname,
+            target=p["target"],
+            type=p["type"],
+            default=p.get("default"),
+            low=p.get("low"),
+            high=p.get("high"),
+            log=bool(p.get("log", False)),
+            choices=tuple(p.get("choices", ())),
+            explicit_grid=tuple(p.get("grid", ())),
+            effect=p.get("effect"),
+        )
+        for pname, p in d["params"].items()
+    }
+    return Landscape(
+        name=name,
+        description=d["description"],
+        jaxlib=str(d["jaxlib"]),
+        devices=int(d["devices"]),
+        tokens_per_s=float(d["tokens_per_s"]),
+        total_weights=int(d["total_weights"]),
+        tflops_per_token=float(d["tflops_per_token"]),
+        compile_s=float(d["compile_s"]),
+        noise=d["noise"],
+        drift_model=d["drift"],
+        baseline={k: params[k].coerce(v) for k, v in (d.get("baseline") or {}).items()},
+        params=params,
+        interactions=tuple(d.get("interactions") or ()),
+        ooms=tuple(d.get("oom") or ()),
+        unknown_flags=frozenset(d.get("unknown_flags") or ()),
+        flaky=flaky,
+        path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
+    )
