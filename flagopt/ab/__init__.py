@@ -32,6 +32,7 @@ from flagopt.ab._record import (
     AbRecord,
     find_resumable,
     load_records,
+    patch_key,
     record_key,
     sha256_of,
 )
@@ -42,6 +43,6 @@ from flagopt.ab._text import arm_lines, round_table
 __all__ = [
     "BETTER", "DONE", "FAILS", "RUNNING", "SAME", "SCHEMA", "SOURCE_THEN_EXEC", "STOPPED", "TOO_FEW", "WORSE",
     "AbRecord", "AbRunner", "AbStopped", "Estimate", "agreement", "arm_lines", "find_resumable", "load_records",
-    "paired", "patch_copy", "pct", "record_key", "round_order", "round_table", "sha256_of", "summarize",
+    "paired", "patch_copy", "patch_key", "pct", "record_key", "round_order", "round_table", "sha256_of", "summarize",
     "values_by_round", "williams_rows",
 ]

@@ -21,6 +21,20 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def patch_key(text: str) -> str:
+    r"""What identifies a patch across invocations: its lines other than comments and blank ones.
+
+    ``flagopt export`` stamps each export with its time; an export of the same winner written again (a script that
+    re-exports before every ``flagopt ab``, as the 2xH200 validation did) is the same patch and resumes its A/B.
+
+    Example:
+        >>> patch_key("# exported 10:00\nexport A=1\n") == patch_key("# exported 11:00\n\nexport A=1")
+        True
+    """
+    lines = [line.rstrip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def record_key(space_name: str, executor: dict[str, Any], patch_hashes: list[str]) -> str:
     """What makes two invocations the same A/B: the space, where it runs, and the patches' contents in order."""
     text = json.dumps({"space": space_name, "executor": executor, "patches": patch_hashes}, sort_keys=True)

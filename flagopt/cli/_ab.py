@@ -24,6 +24,7 @@ from flagopt.ab import (
     patch_copy,
     record_key,
     round_table,
+    patch_key,
     sha256_of,
 )
 from flagopt.cli._common import add_storage, console, examples
@@ -126,7 +127,7 @@ def _arms(args: argparse.Namespace, data: StudyData | None) -> list[dict[str, An
             except FlagoptError:
                 claim = None  # the trial is gone from the study: a patch like any other
         arms.append({"label": path.name, "source": str(path.resolve()), "file": path, "claim": claim,
-                     "key": sha256_of(path)})
+                     "key": patch_key(text)})
     trials: list[int | None] = list(args.trial) or ([None] if data is not None and not args.patch else [])
     for trial in trials:
         assert data is not None

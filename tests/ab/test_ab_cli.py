@@ -162,6 +162,8 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_the_pairs(tmp_path: P
     assert doc["state"] == "stopped"
     assert [r["status"] for r in doc["runs"]] == ["ok", "cancelled"] and doc["runs"][1]["cancelled_by"] == "driver"
 
+    # the patch written again with another header (a re-export stamps its time) is the same patch: it resumes
+    p.write_text("# exported again, later\n" + p.read_text())
     again = _driver(tmp_path, *args)
     out, _ = again.communicate(timeout=180)
     assert again.returncode == 0, out

@@ -43,7 +43,8 @@ PY
     # shellcheck disable=SC2086  # $next is "--trial N --trial M", made above from trial numbers
     timeout -s TERM "$(left)" python3 -m flagopt ab h200x2-fsdp --storage $storage --space $here/fsdp.yaml \
       "${patch[@]}" $next --pairs 4 2>&1 | tee -a "$OUT/ab-fsdp.log"
-    cp studies/h200x2-fsdp/ab/*.json "$OUT/" 2>/dev/null
+    # one file: the device returns at most 8, and a resumed A/B leaves one JSON per record
+    tar czf "$OUT/ab.tgz" -C studies/h200x2-fsdp ab 2>/dev/null
     tar czf "$OUT/studies.tgz" --exclude=hlo studies ;;
   *) echo "engine25.sh: phase is study or ab" >&2; exit 2 ;;
 esac
