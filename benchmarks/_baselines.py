@@ -34,7 +34,7 @@ from flagopt.workloads.sim import DEFAULT_HANG_S, STARTUP_S, Landscape, Simulate
 WINDOW = (9, 14)
 STEPS = 15
 #: Random streams: one per strategy, so each sees its own noise on the same drift.
-STREAMS = {"manual": 1, "random": 2, "tpe": 3, "tpe-repeats": 4, "skopt": 5}
+STREAMS = {"manual": 1, "random": 2, "tpe": 3, "tpe-repeats": 4, "skopt": 5, "manual-x3": 6}
 
 
 @dataclass(frozen=True)
@@ -124,14 +124,23 @@ def _baseline_level(bench: Bench, n: int) -> float:
     return float(np.mean(values))
 
 
-def manual_protocol(land: Landscape, seed: int) -> Choice:
+def manual_protocol(land: Landscape, seed: int, *, repeats: int = 1) -> Choice:
     """Two baseline runs, one-factor waves over every param's grid (single runs), then the per-param best combined.
 
     The pick is the best observed configuration, the claim its throughput over the baseline pair's mean. An
     infrastructure failure is launched once more; a value that fails otherwise (OOM) is never tried again.
+
+    ``repeats``: a careful engineer's variant (``manual-x3``): every run of the protocol, the baselines included, is
+    made ``repeats`` times in a row and its mean is what is compared. It maps what the engineer's own protocol buys
+    with more runs (docs/benchmark-decisions.md, "the engineer's frontier").
     """
-    bench = Bench(land, seed, STREAMS["manual"])
-    base = _baseline_level(bench, 2)
+    bench = Bench(land, seed, STREAMS["manual" if repeats == 1 else f"manual-x{repeats}"])
+
+    def measure(settings: dict[str, Any]) -> float | None:
+        values = [v for v in (bench.measure(settings, retry_flaky=True) for _ in range(repeats)) if v is not None]
+        return float(np.mean(values)) if values else None
+
+    base = float(np.mean([_baseline_level(bench, 2) for _ in range(repeats)]))
     deployed = land.resolve({})
     observed: list[tuple[float, dict[str, Any]]] = [(base, {})]
     best_value: dict[str, Any] = {}
@@ -140,7 +149,7 @@ def manual_protocol(land: Landscape, seed: int) -> Choice:
         for value in param.grid():
             if value == deployed[name]:
                 continue
-            measured = bench.measure({name: value}, retry_flaky=True)
+            measured = measure({name: value})
             if measured is None:
                 continue
             observed.append((measured, {name: value}))
@@ -149,7 +158,7 @@ def manual_protocol(land: Landscape, seed: int) -> Choice:
         if top[1] is not None:
             best_value[name] = top[1]
     if len(best_value) > 1:
-        measured = bench.measure(best_value, retry_flaky=True)
+        measured = measure(best_value)
         if measured is not None:
             observed.append((measured, dict(best_value)))
     value, settings = max(observed, key=lambda item: item[0])

@@ -29,6 +29,8 @@ STRATEGY_TEXT = (
     "* **manual** — two baseline runs, one-factor waves (each grid value of each param alone, one run each; an "
     "infrastructure failure is launched once more), then the per-param best values combined; the pick is the best "
     "observed run, the claim its throughput over the baseline pair.",
+    "* **manual-x3** — the same protocol by a careful engineer: every run (baselines included) made three times in a "
+    "row and averaged; it shows what the one-factor protocol buys with three times the runs.",
     "* **random** — one baseline run, then random configurations; as many launches as flagopt used on that seed; "
     "best observed.",
     "* **tpe** — one baseline run, then plain Optuna `TPESampler` on raw tokens/s; same budget; best observed.",

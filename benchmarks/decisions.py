@@ -56,7 +56,7 @@ from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
 NULL_LANDSCAPES = ("null", "rand-null")
-STRATEGIES = ("flagopt", "manual", "random", "tpe", "tpe-repeats", "skopt")
+STRATEGIES = ("flagopt", "manual", "manual-x3", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
 #: Workers start fresh (no fork of a process whose progress thread may hold a lock).
 SPAWN = multiprocessing.get_context("spawn")
@@ -116,6 +116,8 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
         started = time.perf_counter()
         if strategy == "manual":
             choice: Choice | None = manual_protocol(land, task.seed)
+        elif strategy == "manual-x3":
+            choice = manual_protocol(land, task.seed, repeats=3)
         elif strategy in ("random", "tpe"):
             choice = optuna_search(land, task.seed, budget, strategy)
         elif strategy == "tpe-repeats":

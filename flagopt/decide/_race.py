@@ -70,14 +70,17 @@ class Race:
         winners = self.winners(arms)
         if not winners:
             return None
-        best = max(winners, key=lambda a: a.estimate.gain)
+        # Among confirmed winners the model decides (its prediction pools every run that set each setting); the
+        # claim stays the chosen arm's fresh runs. The best all-run mean of several winners is high by selection.
+        score = {a.config_key: self.predicted(a) for a in winners}
+        best = max(winners, key=lambda a: score[a.config_key])
         # The smallest patch that keeps the gain: a confirmed subset of the best within a quarter of the minimum
         # effect. Half of it (0.5 %) let win10 settle on its +10 % setting alone in 20 of 30 seeds, leaving the
         # +0.5-0.8 % companions the combination had found.
         slack = self.space.noise.min_effect / 4.0
         settings = settings_set(best)
-        smaller = [a for a in winners if settings_set(a) < settings and a.estimate.gain >= best.estimate.gain - slack]
-        return min(smaller, key=lambda a: (len(settings_set(a)), -a.estimate.gain)) if smaller else best
+        smaller = [a for a in winners if settings_set(a) < settings and score[a.config_key] >= score[best.config_key] - slack]
+        return min(smaller, key=lambda a: (len(settings_set(a)), -score[a.config_key])) if smaller else best
 
     def best_confirmed(self, arms: Sequence[Arm]) -> Arm | None:
         """Before a winner: the best arm confirmed better than the deployed job on its fresh runs, if any."""

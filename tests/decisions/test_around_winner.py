@@ -1,0 +1,81 @@
+"""Around a confirmed winner (issue 25 item 3: drop-one, add-one around the incumbent):
+
+* a numeric setting chosen from single probes is moved one step to its neighbour (a short line search): its value
+  beat the neighbour by less than a run's noise, and the neighbour can be worth more in company (pp64: overlap
+  limit 4 won its probe by luck; 3 was 1.5 points better with the rest);
+* a setting the model predicts to add anything at all is tried on top of it, even below half a run's noise (win10,
+  pair: the winner alone ended 1-1.5 points short of the best, which its small companions make up).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.space import load_space
+
+SPACE = """
+    name: m
+    command: [python, -c, pass]
+    params:
+      overlap: {xla: xla_gpu_experimental_parallel_collective_overlap_limit, choices: [1, 2, 3, 4]}
+      proto: {env: NCCL_PROTO, choices: [Simple]}
+      pipe: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+    baseline:
+      xla_flags: "--xla_gpu_experimental_parallel_collective_overlap_limit=1"
+"""
+
+
+def run(space, number, settings, value, *, design="probe", kind="probe"):
+    config = config_of_settings(space, settings, kind="probe", profile="p")
+    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
+    if not settings:
+        kind = "baseline-deployed"
+    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", "ok",
+                     value, float(number), None, attrs=attrs)
+
+
+def history(space, probes, pipe):
+    """Controls, one probe per value (``probes``: overlap value -> tokens/s; ``pipe``: the pipelining probe), and a
+    winner of overlap 4 + Simple confirmed on four runs."""
+    runs = [({}, 100.0, "probe", "probe")]
+    runs += [({"overlap": value}, measured, "probe", "probe") for value, measured in probes.items()]
+    runs += [({}, 100.1, "probe", "probe"), ({"proto": "Simple"}, 102.0, "probe", "probe"),
+             ({"pipe": True}, pipe, "probe", "probe")]
+    winner = {"overlap": 4, "proto": "Simple"}
+    runs += [(winner, 107.0, "combination", "probe")] + [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)]
+    runs.append(({}, 99.9, "probe", "probe"))
+    return [run(space, i, settings, value, design=design, kind=kind)
+            for i, (settings, value, design, kind) in enumerate(runs)]
+
+
+def next_step(tmp_path, probes, pipe=99.0, sigma=0.005):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    records = history(space, probes, pipe)
+    planner = Planner(space)
+    planner._sigma = sigma
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    leader = planner.leader(arms)
+    assert leader is not None and settings_of_record(space, leader.first.attrs["settings"])["overlap"] == 4
+    return space, planner.next_screen(records, arms, [], leader)
+
+
+def test_the_winner_s_overlap_limit_is_tried_one_step_down(tmp_path):
+    space, step = next_step(tmp_path, {2: 103.0, 3: 104.3, 4: 104.6})
+    assert step is not None and step[2] == "move-one", step
+    assert settings_of_record(space, step[0].settings()) == {"overlap": 3, "proto": "Simple"}
+
+
+def test_no_move_to_a_neighbour_the_runs_show_clearly_worse(tmp_path):
+    space, step = next_step(tmp_path, {2: 101.0, 3: 96.0, 4: 104.6})
+    assert step is None or step[2] != "move-one", step
+
+
+def test_a_small_predicted_gain_is_added_to_the_winner(tmp_path):
+    # run noise 1 %: the pipelining probe (+0.4 %) is below half of it, which held add-one back before a winner
+    space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=100.5, sigma=0.01)
+    assert step is not None and step[2] == "add-one", step
+    assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "Simple", "pipe": True}
