@@ -9,24 +9,14 @@ from typing import Any
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
-from flagopt.decide._plan import Plan, settings_set
 from flagopt.decide._model import EffectsModel, effects_model
-from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
-from flagopt.failure_classes import OOM
+from flagopt.decide._plan import Plan, settings_set
+from flagopt.decide._proposals import MODEL_DESIGNS, Proposals
+from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
 
 
-#: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
-MODEL_DESIGNS = ("combination", "add-one")
-#: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
-#: re-proposing its own noise.
-MAX_MODEL_PROPOSALS = 3
-#: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour): a short line
-#: search, bounded like the model's proposals.
-MAX_MOVES = 3
-
-
-class Screen:
+class Screen(Proposals):
     """Part of :class:`~flagopt.decide.Planner`: the next configuration of the screen."""
 
     space: Space
@@ -184,160 +174,11 @@ class Screen:
                     out.setdefault(name, {})[value] = arm
         return out
 
-    def combination(self, model: EffectsModel | None, blames: Sequence[Blame]) -> dict[str, Any]:
-        """Every param's best value by its pooled effect, where that effect is above zero (and not blamed).
-
-        Not only the values above half the minimum effect: where the best configuration adds several +0.5 to +2 %
-        effects, that floor left most of them out (docs/statistics.md §9). The effects pool every run that set the
-        value (probes, earlier combinations, their drop-one variants), so a combination that measured below its
-        parts changes the next one.
-        """
-        return self.additions(model, {}, blames) if model is not None else {}
-
-    def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame]) -> dict[str, Any]:
-        """Params ``base`` does not set whose best value has a pooled effect above zero."""
-        out: dict[str, Any] = {}
-        names = {p.name for p in self.space.params}
-        for name, (value, effect, _se) in model.best_values().items():
-            if name in names and name not in base and effect > 0.0 and blamed_by(blames, {name: value}) is None:
-                out[name] = value
-        return dict(sorted(out.items()))
-
-    def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
-                  records: Sequence[RunRecord]) -> tuple[str, Any] | None:
-        """A numeric param of the winner ``base`` moved one step to its better measured neighbour (not the deployed value:
-        dropping the setting is the drop-one variant's question).
-
-        Its value came from single probes a run's noise apart (pp64: an overlap limit of 4 measured once +6.3 %,
-        true +3.5 %, beat 3, true +5.0 %; the winner kept it in 6 of 30 seeds, 1.6-1.8 pp short of the best). The
-        neighbour is tried unless the model says it is worse by more than one standard error; the best of the two
-        by the pooled effects.
-        """
-        if sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) >= MAX_MOVES:
-            return None
-        params = {p.name: p for p in self.space.params}
-        for name, value in base.items():
-            param = params.get(name)
-            if param is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-                continue
-            points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
-            deployed = self.deployed.get(name)
-            if deployed is not None:
-                try:
-                    points.setdefault(float(deployed), (0.0, 0.0))
-                except ValueError:
-                    pass
-            order = sorted(points)
-            if float(value) not in points:
-                continue
-            i = order.index(float(value))
-            here, se_here = points[float(value)]
-            near = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order)]
-            near = [u for u in near if points[u][0] > here - math.hypot(points[u][1], se_here)]
-            if not near:
-                continue
-            best = max(near, key=lambda u: points[u][0])
-            target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
-            if target is not None and blamed_by(blames, {**base, name: target}) is None:
-                return name, target
-        return None
-
     def model(self, records: Sequence[RunRecord]) -> EffectsModel | None:
         return effects_model(self.space, records, self.deployed, sigma=self._sigma, direction=self.space.metric.direction)
-
-    @staticmethod
-    def _effect(model: EffectsModel | None, name: str, value: Any) -> float:
-        return model.effect(name, value)[0] if model is not None else 0.0
-
-    @staticmethod
-    def proposals_left(records: Sequence[RunRecord]) -> bool:
-        """Whether the study may still run a configuration the model proposes (``MAX_MODEL_PROPOSALS``)."""
-        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver}
-        return len(proposed) < MAX_MODEL_PROPOSALS
-
-    def worth_running(self, model: EffectsModel | None, settings: dict[str, Any], records: Sequence[RunRecord]) -> bool:
-        """Whether a configuration the model proposes is predicted to beat every earlier proposal by half a sigma.
-
-        Without it, each run re-fitted the model and the next combination differed from the last in a setting
-        that does not matter (a threshold of no effect at another value): three runs of the same true gain.
-        """
-        if model is None:
-            return True
-        earlier = [design.settings_of_record(self.space, r.attrs.get("settings") or {}) for r in records
-                   if r.attrs.get("design") in MODEL_DESIGNS and r.ok]
-        if not earlier:
-            return True
-        best = max(model.predict(e, own_runs=False).gain for e in earlier)
-        return model.predict(settings, own_runs=False).gain > best + self._sigma / 2.0
-
-    def promising_unrun(self, records: Sequence[RunRecord], arms: Sequence[Arm], bar: float) -> bool:
-        """Whether the model's combination was never run and its parts could add up to ``bar``.
-
-        No null verdict while it is: on rand-below two settings of +1.7 % each, measured once alone, were never run
-        together. The parts are read from their own runs, each less one run-noise sigma (the pooled effects shrink
-        single runs hard where most settings do nothing, and this question is whether one run is worth it).
-        """
-        if self._model is None:
-            return False
-        combo = self.combination(self._model, self.blames(records))
-        if len(combo) < 2:
-            return False
-        key = design.config_of_settings(self.space, combo, kind="probe", profile="").config_key
-        if any(r.config_key == key for r in records if not r.stopped_with_driver):
-            return False
-        # Only a combination the screen would still propose: past the proposal budget, or no better than an earlier
-        # proposal, it never runs, and waiting for it kept 6 of 50 null studies from their verdict to the end.
-        if not self.proposals_left(records) or not self.worth_running(self._model, combo, records):
-            return False
-        alone = self.single_setting_arms(arms)
-        parts = sum(max(a.estimate.gain - self._sigma, 0.0) for n, v in combo.items()
-                    if (a := alone.get(n, {}).get(v)) is not None and a.estimate is not None)
-        return parts >= bar - self._sigma
-
-    def _sure(self, model: EffectsModel, name: str, value: Any) -> bool:
-        """A setting whose pooled effect is a winner's on its own, three standard errors clear (the microbatch count:
-        +17 % ± 1 %). Two errors above zero was not enough: pp64's pipelined p2p (+1.5 % ± 0.7 % alone, a loss next to
-        an overlap limit) lost its drop-one run, and the sign flip went unseen in 10 of 30 seeds."""
-        effect, se = model.effect(name, value)
-        return effect - 3.0 * se > self.space.stop.win
 
     def best_measured(self, arms: Sequence[Arm]) -> Arm | None:
         """The arm with the best estimate above zero, if any."""
         scored = [a for a in arms if a.estimate is not None and a.estimate.gain > 0
                   and (self.space.numerics.allow or not a.numerics_flagged)]
         return max(scored, key=lambda a: a.estimate.gain) if scored else None
-
-    def mend_failed(self, records: Sequence[RunRecord], in_flight: Sequence[Plan], blames: Sequence[Blame],
-                    model: EffectsModel | None) -> tuple[TrialConfig, str, str] | None:
-        """A combination (or add-one) that failed: run it once more, and after a second failure run its parts.
-
-        Its settings each ran fine alone, so a failure may be the infrastructure's (retried once), or one setting
-        that fails only in company: its drop-one variants find out which, and keep the rest of the gain.
-        """
-        flying = {p.config.config_key for p in in_flight}
-        by_key: dict[str, list[RunRecord]] = {}
-        for rec in records:
-            if rec.attrs.get("design") in MODEL_DESIGNS and rec.status not in (CANCELLED, RUNNING):
-                by_key.setdefault(rec.config_key, []).append(rec)
-        tried = {r.config_key for r in records if not r.stopped_with_driver} | flying
-        for key, recs in by_key.items():
-            if any(r.ok for r in recs) or key in flying:
-                continue
-            settings = design.settings_of_record(self.space, recs[0].attrs.get("settings") or {})
-            label = recs[0].profile
-            failure = recs[-1].attrs.get("failure_class") or recs[-1].status
-            if len(recs) == 1 and failure != OOM:
-                config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
-                return config, f"once more after {failure}: its settings each ran fine alone", \
-                    str(recs[0].attrs.get("design"))
-            if len(settings) < 2:
-                continue
-            order = sorted(settings, key=lambda n: self._effect(model, n, settings[n]))
-            for name in order:
-                rest = {k: v for k, v in settings.items() if k != name}
-                config = design.config_of_settings(self.space, rest, kind="probe",
-                                                   profile=f"{label} without {name}")
-                if config.config_key not in tried and blamed_by(blames, rest) is None:
-                    return config, f"{label} failed twice ({failure}): which of its settings fails in company?", \
-                        "drop-one"
-        return None
