@@ -67,10 +67,9 @@ class Proposals:
         """
         if sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) >= MAX_MOVES:
             return None
-        params = {p.name: p for p in self.space.params}
+        params = {p.name for p in self.space.params}
         for name, value in base.items():
-            param = params.get(name)
-            if param is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            if name not in params or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
             deployed = self.deployed.get(name)

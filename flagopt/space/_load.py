@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import shlex
@@ -19,12 +18,12 @@ from flagopt.space._checks import (
 from flagopt.space._sections import (
     executor_section, export_section, failures_section, noise_section, numerics_section, stop_section,
 )
-from flagopt.space._model import Baseline, Metric, Param, Space, TrialConfig
+from flagopt.space._model import Baseline, Metric, Space
+from flagopt.space._params import assignments, configs_section, params_section, profiles_section
 
 TOP_KEYS = ("name", "model_tag", "parallelism", "command", "workdir", "timeout_min", "metric", "baseline", "params",
             "profiles", "executor", "stop", "noise", "failures", "numerics", "export", "configs", "evidence",
             "sampler", "seed", "screen")
-TARGETS = ("xla", "libtpu", "env", "arg")
 _FLAG_TOKEN = re.compile(r"--([A-Za-z0-9_]+)(?:=(.*))?\Z")
 
 
@@ -36,7 +35,7 @@ def load_space(path: str | Path) -> Space:
 
     Example:
         >>> space = load_space("search_spaces/demo.yaml")  # doctest: +SKIP
-        >>> space.name
+        >>> space.name  # doctest: +SKIP
         'demo'
     """
     path = Path(path)
@@ -115,14 +114,13 @@ MAX_NAME = 100
 
 
 def _build(top: Reader, path: Path) -> Space:
-    source = top.source
     name = top.get("name", str, path.stem)
     if not re.match(r"[A-Za-z0-9][A-Za-z0-9_.=+-]*\Z", name):
         top.fail("must be letters, digits and _ . = + - (it names the study and its folder)", "name")
     for key, value in (("name", name), ("model_tag", top.get("model_tag", str, name))):
         if len(value) > MAX_NAME:
             top.fail(f"is {len(value)} characters long; at most {MAX_NAME} (it names the study's folder and files)", key)
-    params = _params(top.sub("params"))
+    params = params_section(top.sub("params"))
     executor = executor_section(top.sub("executor"))
     space = Space(
         source=path.resolve(),
@@ -135,14 +133,14 @@ def _build(top: Reader, path: Path) -> Space:
         metric=_metric(top.sub("metric")),
         baseline=_baseline(top.sub("baseline"), path),
         params=params,
-        profiles=_profiles(top.sub("profiles"), params),
+        profiles=profiles_section(top.sub("profiles"), params),
         executor=executor,
         stop=stop_section(top.sub("stop")),
         noise=noise_section(top.sub("noise")),
         failures=failures_section(top.sub("failures")),
         numerics=numerics_section(top.sub("numerics")),
         export=export_section(top.sub("export")),
-        configs=_configs(top.sub("configs")),
+        configs=configs_section(top.sub("configs")),
         evidence=top.get("evidence", bool, False),
         screen=top.get("screen", bool, True),
         sampler=choice(top, "sampler", ("tpe", "gp", "random"), "tpe"),
@@ -282,7 +280,7 @@ def _baseline(r: Reader, space_path: Path) -> Baseline:
         check_name(r.source, env_r.key(str(name)), name, "env")
         check_value(r.source, env_r.key(name), value)
         env[name] = str(value) if not isinstance(value, bool) else ("true" if value else "false")
-    args = _assignments(r.sub("args"), "arg")
+    args = assignments(r.sub("args"), "arg")
     defaults_r = r.sub("defaults")
     defaults = []
     for name, value in defaults_r.data.items():
@@ -317,112 +315,3 @@ def read_env_file(path: Path, source: str, key: str) -> list[tuple[str, str, int
                                                    "are not expanded: write the value literally")
         out.append((name, value, no))
     return out
-
-
-def _assignments(r: Reader, target: str) -> tuple[tuple[str, Any], ...]:
-    out = []
-    for name, value in r.data.items():
-        check_name(r.source, r.key(str(name)), name, target)
-        check_value(r.source, r.key(name), value)
-        out.append((name, value))
-    return tuple(out)
-
-
-def _params(r: Reader) -> tuple[Param, ...]:
-    out = []
-    for name, spec in r.data.items():
-        if not isinstance(name, str) or not re.match(r"[A-Za-z_][A-Za-z0-9_]*\Z", name):
-            r.fail("param names must be identifiers", r.key(str(name)))
-        out.append(_param(Reader(r.source, spec, r.key(name)), name))
-    return tuple(out)
-
-
-def _param(r: Reader, name: str) -> Param:
-    r.only(*TARGETS, "choices", "type", "low", "high", "log", "step", "default")
-    targets = [t for t in TARGETS if t in r.data]
-    if len(targets) != 1:
-        r.fail(f"needs exactly one target of {', '.join(TARGETS)}, got {len(targets)}"
-               + (f" ({', '.join(targets)})" if targets else ""))
-    target = targets[0]
-    key = check_name(r.source, r.key(target), r.data[target], target)
-    if "choices" in r.data:
-        for extra in ("type", "low", "high", "log", "step"):
-            if extra in r.data:
-                r.fail("`choices` and a numeric range are two domains: keep one", r.key(extra))
-        choices = r.get("choices", list)
-        if not choices:
-            r.fail("must not be empty", r.key("choices"))
-        for i, value in enumerate(choices):
-            check_value(r.source, f"{r.key('choices')}[{i}]", value)
-        if len({(type(c), c) for c in choices}) != len(choices):
-            r.fail("has duplicate values", r.key("choices"))
-        return Param(name=name, target=target, key=key, choices=tuple(choices),
-                     default=_default(r, bool if all(isinstance(c, bool) for c in choices) else None))
-    kind = r.get("type", str)
-    if kind is None:
-        r.fail("needs a domain: `choices: [...]` or `type: int|float` with `low` and `high`")
-    if kind not in ("int", "float"):
-        r.fail(f"must be int or float, got {kind!r}", r.key("type"))
-    number = int if kind == "int" else (int, float)
-    low = r.get("low", number, required=True)
-    high = r.get("high", number, required=True)
-    log = r.get("log", bool, False)
-    step = r.get("step", number)
-    for bound, value in (("low", low), ("high", high), ("step", step)):
-        if value is not None and not math.isfinite(value):
-            r.fail(f"must be a finite number, got {value}", r.key(bound))
-    if low > high:
-        r.fail(f"low ({low}) must be <= high ({high})", r.key("low"))
-    if log and low <= 0:
-        r.fail(f"must be > 0 when log: true, got {low}", r.key("low"))
-    if log and step is not None:
-        r.fail("cannot be combined with log: true", r.key("step"))
-    if step is not None and step <= 0:
-        r.fail(f"must be > 0, got {step}", r.key("step"))
-    return Param(name=name, target=target, key=key, type=kind, low=low, high=high, log=log, step=step,
-                 default=_default(r, number))
-
-
-def _default(r: Reader, kind: type | tuple[type, ...] | None) -> Any:
-    """``default:``: the value the job has when the param sets nothing; of the domain's type when it has one."""
-    if "default" not in r.data:
-        return None
-    value = r.data["default"]
-    check_value(r.source, r.key("default"), value)
-    if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
-        r.fail(f"must be of the param's type ({'true/false' if kind is bool else 'a number'}), got {value!r}",
-               r.key("default"))
-    return value
-
-
-def _profiles(r: Reader, params: tuple[Param, ...]) -> tuple[TrialConfig, ...]:
-    out = []
-    by_name = {p.name: p for p in params}
-    for name, spec in r.data.items():
-        if not isinstance(name, str) or name in ("sampled", "baseline-deployed", "baseline-no-env"):
-            r.fail("is a reserved or invalid profile name", r.key(str(name)))
-        pr = Reader(r.source, spec, r.key(name))
-        pr.only("xla", "libtpu", "env", "args", "params", "description")
-        sets: dict[str, list[tuple[str, Any]]] = {"xla": [], "libtpu": [], "env": [], "arg": []}
-        for section, target in (("xla", "xla"), ("libtpu", "libtpu"), ("env", "env"), ("args", "arg")):
-            sets[target].extend(_assignments(pr.sub(section), target))
-        param_r = pr.sub("params")
-        for pname, value in param_r.data.items():
-            if pname not in by_name:
-                pr.fail(f"unknown param {pname!r} (declared: {', '.join(by_name) or 'none'})", param_r.key(str(pname)))
-            check_value(r.source, param_r.key(pname), value)
-            sets[by_name[pname].target].append((by_name[pname].key, value))
-        if not any(sets.values()):
-            pr.fail("sets nothing: give at least one of xla, libtpu, env, args, params")
-        out.append(TrialConfig(kind="profile", profile=name, xla=tuple(sets["xla"]), libtpu=tuple(sets["libtpu"]),
-                               env=tuple(sets["env"]), args=tuple(sets["arg"])))
-    return tuple(out)
-
-
-def _configs(r: Reader) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
-    out = []
-    for name, spec in r.data.items():
-        cr = Reader(r.source, spec, r.key(str(name)))
-        cr.only("args")
-        out.append((str(name), _assignments(cr.sub("args"), "arg")))
-    return tuple(out)

@@ -1,13 +1,13 @@
 """The simulated job's truth: a landscape (``landscapes.yaml``) of params, effects, interactions, cliffs, noise,
 drift and infrastructure faults; ``Landscape`` answers what a configuration truly gains and samples one run of it.
 
-The job process that plays a landscape is :mod:`flagopt.workloads.sim`, which re-exports these names.
+The landscapes file is read by :mod:`flagopt.workloads._landscapes_file`; the job process that plays a landscape is
+:mod:`flagopt.workloads.sim`, which re-exports both modules' names.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from flagopt.errors import FlagoptError
 from flagopt.workloads import _emit
 
 Value = bool | int | float | str | None
@@ -258,6 +256,7 @@ class Landscape:
         ``flaky:`` section draws nothing and its noise is unchanged.
 
         Example:
+            >>> from flagopt.workloads.sim import load_landscape
             >>> land = load_landscape("flaky")
             >>> land.infra_fault(0, 3) == land.infra_fault(0, 3)
             True
@@ -327,81 +326,3 @@ def _flatten(settings: Mapping[str, Any]) -> dict[str, Any]:
     if settings and all(k in (*TARGETS, "libtpu") and isinstance(v, Mapping) for k, v in settings.items()):
         return {k.lstrip("-"): v for part in settings.values() for k, v in part.items()}
     return {str(k).lstrip("-"): v for k, v in settings.items()}
-
-
-def landscape_names(path: Path = LANDSCAPES) -> list[str]:
-    """Names of the landscapes in ``path``."""
-    return list(yaml.safe_load(Path(path).read_text()))
-
-
-_CACHE: dict[tuple[str, int, str], Landscape] = {}
-
-
-def landscapes_path(option: str = "", env: Mapping[str, str] | None = None) -> Path:
-    """The landscapes file a job reads: ``landscapes=`` if given, else ``$FLAGOPT_SIM_LANDSCAPES``, else the shipped."""
-    chosen = option or (os.environ if env is None else env).get(LANDSCAPES_ENV, "")
-    return Path(chosen) if chosen else LANDSCAPES
-
-
-def load_landscape(name: str, path: Path | str = LANDSCAPES) -> Landscape:
-    """Read one landscape from ``landscapes.yaml`` (or ``path``); cached while the file is unchanged."""
-    path = Path(path)
-    try:
-        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
-    except OSError as exc:
-        raise FlagoptError(str(path), "landscapes", f"cannot read the landscapes file: {exc.strerror}") from exc
-    if key not in _CACHE:
-        _CACHE[key] = _read_landscape(name, path)
-    return _CACHE[key]
-
-
-def _read_landscape(name: str, path: Path) -> Landscape:
-    data = yaml.safe_load(path.read_text())
-    if not isinstance(data, dict) or name not in data:
-        known = sorted(data) if isinstance(data, dict) else []
-        raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {known}")
-    return landscape_from_data(name, data[name], path)
-
-
-def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LANDSCAPES) -> Landscape:
-    """A :class:`Landscape` from one entry of a landscapes file (``path`` is where it is, or will be, written)."""
-    path = Path(path)
-    flaky = {str(k): float(v) for k, v in (d.get("flaky") or {}).items()}
-    bad = sorted(set(flaky) - set(FLAKY_KINDS))
-    if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
-        raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
-                           f"{', '.join(FLAKY_KINDS)}; got {flaky}")
-    params = {
-        pname: SimParam(
-            name=pname,
-            target=p["target"],
-            type=p["type"],
-            default=p.get("default"),
-            low=p.get("low"),
-            high=p.get("high"),
-            log=bool(p.get("log", False)),
-            choices=tuple(p.get("choices", ())),
-            explicit_grid=tuple(p.get("grid", ())),
-            effect=p.get("effect"),
-        )
-        for pname, p in d["params"].items()
-    }
-    return Landscape(
-        name=name,
-        description=d["description"],
-        jaxlib=str(d["jaxlib"]),
-        devices=int(d["devices"]),
-        tokens_per_s=float(d["tokens_per_s"]),
-        total_weights=int(d["total_weights"]),
-        tflops_per_token=float(d["tflops_per_token"]),
-        compile_s=float(d["compile_s"]),
-        noise=d["noise"],
-        drift_model=d["drift"],
-        baseline={k: params[k].coerce(v) for k, v in (d.get("baseline") or {}).items()},
-        params=params,
-        interactions=tuple(d.get("interactions") or ()),
-        ooms=tuple(d.get("oom") or ()),
-        unknown_flags=frozenset(d.get("unknown_flags") or ()),
-        flaky=flaky,
-        path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
-    )

@@ -46,8 +46,9 @@ import numpy as np
 from flagopt.workloads import _emit
 from flagopt.workloads._landscape import (  # the landscape model, re-exported: callers import it from here
     DEFAULT_HANG_S, FLAKY_KINDS, HEARTBEAT_TIMEOUT_S, LANDSCAPES, LANDSCAPES_ENV, STARTUP_S, TARGETS, Best, Landscape,
-    SimParam, SimulatedFailure, Value, _RESERVED, landscape_from_data, landscape_names, landscapes_path, load_landscape,
+    SimParam, SimulatedFailure, Value, _RESERVED,
 )
+from flagopt.workloads._landscapes_file import landscape_from_data, landscape_names, landscapes_path, load_landscape
 
 __all__ = [
     "DEFAULT_HANG_S", "FLAKY_KINDS", "HEARTBEAT_TIMEOUT_S", "LANDSCAPES", "LANDSCAPES_ENV", "STARTUP_S", "TARGETS", "Best",

@@ -1,0 +1,92 @@
+"""The landscapes file (``landscapes.yaml``, or one a test or a benchmark writes): its names, which one a job reads,
+and one entry read into a :class:`~flagopt.workloads._landscape.Landscape` (cached while the file is unchanged)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flagopt.errors import FlagoptError
+from flagopt.workloads._landscape import FLAKY_KINDS, LANDSCAPES, LANDSCAPES_ENV, Landscape, SimParam
+
+
+def landscape_names(path: Path = LANDSCAPES) -> list[str]:
+    """Names of the landscapes in ``path``."""
+    return list(yaml.safe_load(Path(path).read_text()))
+
+
+_CACHE: dict[tuple[str, int, str], Landscape] = {}
+
+
+def landscapes_path(option: str = "", env: Mapping[str, str] | None = None) -> Path:
+    """The landscapes file a job reads: ``landscapes=`` if given, else ``$FLAGOPT_SIM_LANDSCAPES``, else the shipped."""
+    chosen = option or (os.environ if env is None else env).get(LANDSCAPES_ENV, "")
+    return Path(chosen) if chosen else LANDSCAPES
+
+
+def load_landscape(name: str, path: Path | str = LANDSCAPES) -> Landscape:
+    """Read one landscape from ``landscapes.yaml`` (or ``path``); cached while the file is unchanged."""
+    path = Path(path)
+    try:
+        key = (str(path.resolve()), path.stat().st_mtime_ns, name)
+    except OSError as exc:
+        raise FlagoptError(str(path), "landscapes", f"cannot read the landscapes file: {exc.strerror}") from exc
+    if key not in _CACHE:
+        _CACHE[key] = _read_landscape(name, path)
+    return _CACHE[key]
+
+
+def _read_landscape(name: str, path: Path) -> Landscape:
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict) or name not in data:
+        known = sorted(data) if isinstance(data, dict) else []
+        raise FlagoptError(str(path), "landscape", f"unknown landscape {name!r}; choose one of {known}")
+    return landscape_from_data(name, data[name], path)
+
+
+def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LANDSCAPES) -> Landscape:
+    """A :class:`Landscape` from one entry of a landscapes file (``path`` is where it is, or will be, written)."""
+    path = Path(path)
+    flaky = {str(k): float(v) for k, v in (d.get("flaky") or {}).items()}
+    bad = sorted(set(flaky) - set(FLAKY_KINDS))
+    if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
+        raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
+                           f"{', '.join(FLAKY_KINDS)}; got {flaky}")
+    params = {
+        pname: SimParam(
+            name=pname,
+            target=p["target"],
+            type=p["type"],
+            default=p.get("default"),
+            low=p.get("low"),
+            high=p.get("high"),
+            log=bool(p.get("log", False)),
+            choices=tuple(p.get("choices", ())),
+            explicit_grid=tuple(p.get("grid", ())),
+            effect=p.get("effect"),
+        )
+        for pname, p in d["params"].items()
+    }
+    return Landscape(
+        name=name,
+        description=d["description"],
+        jaxlib=str(d["jaxlib"]),
+        devices=int(d["devices"]),
+        tokens_per_s=float(d["tokens_per_s"]),
+        total_weights=int(d["total_weights"]),
+        tflops_per_token=float(d["tflops_per_token"]),
+        compile_s=float(d["compile_s"]),
+        noise=d["noise"],
+        drift_model=d["drift"],
+        baseline={k: params[k].coerce(v) for k, v in (d.get("baseline") or {}).items()},
+        params=params,
+        interactions=tuple(d.get("interactions") or ()),
+        ooms=tuple(d.get("oom") or ()),
+        unknown_flags=frozenset(d.get("unknown_flags") or ()),
+        flaky=flaky,
+        path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
+    )
