@@ -29,6 +29,9 @@ STRATEGY_TEXT = (
     "* **manual** — two baseline runs, one-factor waves (each grid value of each param alone, one run each; an "
     "infrastructure failure is launched once more), then the per-param best values combined; the pick is the best "
     "observed run, the claim its throughput over the baseline pair.",
+    "* **flagopt-eq** — flagopt as above with `stop.max_trials` set to the manual protocol's launches on the same "
+    "seed: what flagopt decides on the engineer's budget (its last runs confirm the best measured; a budget "
+    "verdict's pick).",
     "* **manual-x3** — the same protocol by a careful engineer: every run (baselines included) made three times in a "
     "row and averaged; it shows what the one-factor protocol buys with three times the runs.",
     "* **random** — one baseline run, then random configurations; as many launches as flagopt used on that seed; "

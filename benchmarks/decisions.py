@@ -56,7 +56,7 @@ from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
 NULL_LANDSCAPES = ("null", "rand-null")
-STRATEGIES = ("flagopt", "manual", "manual-x3", "random", "tpe", "tpe-repeats", "skopt")
+STRATEGIES = ("flagopt", "flagopt-eq", "manual", "manual-x3", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
 #: Workers start fresh (no fork of a process whose progress thread may hold a lock).
 SPAWN = multiprocessing.get_context("spawn")
@@ -78,14 +78,14 @@ def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: fl
     detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} | {"elapsed_s": elapsed}
     log = choice.detail.get("log") or []
     ci = choice.detail.get("ci")
-    if strategy == "flagopt":
+    if strategy.startswith("flagopt"):
         recommends = bool(choice.detail.get("winner"))
         controls = sum(1 for r in log if r.control)
     else:
         recommends = bool(choice.settings)
         controls = sum(1 for r in log if r.control) if strategy == "tpe-repeats" else None
     return SeedResult(land.name, strategy, task.seed, choice.runs, land.true_gain(choice.settings), best,
-                      choice.claimed_gain, verdict=choice.detail.get("verdict") if strategy == "flagopt" else None,
+                      choice.claimed_gain, verdict=choice.detail.get("verdict") if strategy.startswith("flagopt") else None,
                       recommends=recommends, detail=detail, run_seconds=float(choice.detail.get("run_seconds", 0.0)),
                       controls=controls, ci=tuple(ci) if ci else None, repeated_failures=repeated_failures(land, log),
                       family=task.family)
@@ -116,6 +116,10 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
         started = time.perf_counter()
         if strategy == "manual":
             choice: Choice | None = manual_protocol(land, task.seed)
+        elif strategy == "flagopt-eq":
+            # flagopt held to the engineer's budget: stop.max_trials = the manual protocol's launches on this seed
+            choice = run_flagopt(land, task.seed, folder / "flagopt-eq", max_trials=manual_protocol(land, task.seed).runs,
+                                 space_options=task.space_options or None)
         elif strategy == "manual-x3":
             choice = manual_protocol(land, task.seed, repeats=3)
         elif strategy in ("random", "tpe"):

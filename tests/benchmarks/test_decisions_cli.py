@@ -27,7 +27,20 @@ def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
     optional = ("skopt",) if importlib.util.find_spec("skopt") else ()  # the `bench` extra
     if not optional:
         assert "scikit-optimize is not installed" in text
-    for strategy in ("flagopt", "manual", "random", "tpe", "tpe-repeats", *optional):
+    for strategy in ("flagopt", "flagopt-eq", "manual", "manual-x3", "random", "tpe", "tpe-repeats", *optional):
         assert f"| pair | {strategy} |" in text and f"| rand-below | {strategy} |" in text
     assert "## Results: held-out random landscapes" in text and "## Targets (issue 25)" in text
     assert "pair: win verdict" in text and "kept by hand" in text
+
+
+def test_flagopt_eq_is_held_to_the_manual_protocols_launches(tmp_path: Path) -> None:
+    """The equal-budget strategy: flagopt with stop.max_trials = the manual protocol's launches on the same seed."""
+    import json
+
+    out = tmp_path / "bench.json"
+    code = main(["--seeds", "1", "--first-seed", "3", "--landscapes", "win10", "--families", "--jobs", "1",
+                 "--strategies", "flagopt", "flagopt-eq", "manual", "--json", str(out),
+                 "--out", str(tmp_path / "bench.md")])
+    assert code == 0
+    runs = {r["strategy"]: r["runs"] for r in json.loads(out.read_text())}
+    assert runs["flagopt-eq"] <= runs["manual"] < runs["flagopt"]
