@@ -31,7 +31,7 @@ STRATEGY_TEXT = (
     "observed run, the claim its throughput over the baseline pair.",
     "* **flagopt-eq** — flagopt as above with `stop.max_trials` set to the manual protocol's launches on the same "
     "seed: what flagopt decides on the engineer's budget (its last runs confirm the best measured; a budget "
-    "verdict's pick).",
+    "verdict's pick). **flagopt-1.5x**: the same with one and a half times the manual protocol's launches.",
     "* **manual-x3** — the same protocol by a careful engineer: every run (baselines included) made three times in a "
     "row and averaged; it shows what the one-factor protocol buys with three times the runs.",
     "* **random** — one baseline run, then random configurations; as many launches as flagopt used on that seed; "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import multiprocessing
 import os
 import platform
@@ -56,7 +57,7 @@ from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
 NULL_LANDSCAPES = ("null", "rand-null")
-STRATEGIES = ("flagopt", "flagopt-eq", "manual", "manual-x3", "random", "tpe", "tpe-repeats", "skopt")
+STRATEGIES = ("flagopt", "flagopt-eq", "flagopt-1.5x", "manual", "manual-x3", "random", "tpe", "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
 #: Workers start fresh (no fork of a process whose progress thread may hold a lock).
 SPAWN = multiprocessing.get_context("spawn")
@@ -116,9 +117,12 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
         started = time.perf_counter()
         if strategy == "manual":
             choice: Choice | None = manual_protocol(land, task.seed)
-        elif strategy == "flagopt-eq":
-            # flagopt held to the engineer's budget: stop.max_trials = the manual protocol's launches on this seed
-            choice = run_flagopt(land, task.seed, folder / "flagopt-eq", max_trials=manual_protocol(land, task.seed).runs,
+        elif strategy in ("flagopt-eq", "flagopt-1.5x"):
+            # flagopt held to the engineer's budget (or half as much again): stop.max_trials from the manual
+            # protocol's launches on this seed
+            factor = 1.5 if strategy == "flagopt-1.5x" else 1.0
+            choice = run_flagopt(land, task.seed, folder / strategy,
+                                 max_trials=math.ceil(factor * manual_protocol(land, task.seed).runs),
                                  space_options=task.space_options or None)
         elif strategy == "manual-x3":
             choice = manual_protocol(land, task.seed, repeats=3)

@@ -27,7 +27,8 @@ def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
     optional = ("skopt",) if importlib.util.find_spec("skopt") else ()  # the `bench` extra
     if not optional:
         assert "scikit-optimize is not installed" in text
-    for strategy in ("flagopt", "flagopt-eq", "manual", "manual-x3", "random", "tpe", "tpe-repeats", *optional):
+    for strategy in ("flagopt", "flagopt-eq", "flagopt-1.5x", "manual", "manual-x3", "random", "tpe", "tpe-repeats",
+                     *optional):
         assert f"| pair | {strategy} |" in text and f"| rand-below | {strategy} |" in text
     assert "## Results: held-out random landscapes" in text and "## Targets (issue 25)" in text
     assert "pair: win verdict" in text and "kept by hand" in text
