@@ -265,7 +265,7 @@ def check_targets(results: Sequence[SeedResult], strategy: str = "flagopt", *,
     mine = [s for s in summaries if s.strategy == strategy]
     others: dict[str, list[Summary]] = {}
     for s in summaries:
-        if s.strategy != strategy:
+        if not s.strategy.startswith("flagopt"):  # flagopt's own variants (flagopt-eq: a smaller budget) are no rivals
             others.setdefault(s.landscape, []).append(s)
     out: list[TargetCheck] = []
     for s in mine:
