@@ -21,6 +21,9 @@ MODEL_DESIGNS = ("combination", "add-one")
 #: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
 #: re-proposing its own noise.
 MAX_MODEL_PROPOSALS = 3
+#: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
+#: standard errors of zero are still tried on top of it (optimism under uncertainty).
+OPTIMISM_SE = 1.0
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour): a short line
 #: search, bounded like the model's proposals.
 MAX_MOVES = 3
@@ -46,12 +49,15 @@ class Proposals:
         """
         return self.additions(model, {}, blames) if model is not None else {}
 
-    def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame]) -> dict[str, Any]:
-        """Params ``base`` does not set whose best value has a pooled effect above zero."""
+    def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame], *,
+                  optimism: float = 0.0) -> dict[str, Any]:
+        """Params ``base`` does not set whose best value has a pooled effect above zero (above ``-optimism``
+        standard errors: the settings the runs have not ruled out)."""
         out: dict[str, Any] = {}
         names = {p.name for p in self.space.params}
-        for name, (value, effect, _se) in model.best_values().items():
-            if name in names and name not in base and effect > 0.0 and blamed_by(blames, {name: value}) is None:
+        for name, (value, effect, se) in model.best_values().items():
+            if name in names and name not in base and effect + optimism * se > 0.0 \
+                    and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))
 
