@@ -255,6 +255,11 @@ def _pct(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
 
+def is_flagopt(strategy: str) -> bool:
+    """flagopt itself or one of its budget variants (``flagopt-eq``, ``flagopt-1.5x``): scored as flagopt, no rival."""
+    return strategy.startswith("flagopt")
+
+
 def check_targets(results: Sequence[SeedResult], strategy: str = "flagopt", *,
                   by_family: bool = False) -> list[TargetCheck]:
     """The issue's targets for ``strategy`` on the landscapes it ran, per landscape kind (issue 25's table).
@@ -265,7 +270,7 @@ def check_targets(results: Sequence[SeedResult], strategy: str = "flagopt", *,
     mine = [s for s in summaries if s.strategy == strategy]
     others: dict[str, list[Summary]] = {}
     for s in summaries:
-        if not s.strategy.startswith("flagopt"):  # flagopt's own variants (flagopt-eq: a smaller budget) are no rivals
+        if not is_flagopt(s.strategy):
             others.setdefault(s.landscape, []).append(s)
     out: list[TargetCheck] = []
     for s in mine:

@@ -15,6 +15,7 @@ runs as the real ``StudyRunner`` on :class:`SimExecutor`. Seeds run in parallel 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -49,7 +50,7 @@ from benchmarks._baselines import (  # noqa: E402
     tpe_with_repeats,
 )
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
-from benchmarks._metrics import SeedResult, check_targets, repeated_failures, summarise  # noqa: E402
+from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
 from benchmarks._random_landscapes import FAMILIES, random_landscape  # noqa: E402
 from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E402
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
@@ -79,14 +80,14 @@ def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: fl
     detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} | {"elapsed_s": elapsed}
     log = choice.detail.get("log") or []
     ci = choice.detail.get("ci")
-    if strategy.startswith("flagopt"):
+    if is_flagopt(strategy):
         recommends = bool(choice.detail.get("winner"))
         controls = sum(1 for r in log if r.control)
     else:
         recommends = bool(choice.settings)
         controls = sum(1 for r in log if r.control) if strategy == "tpe-repeats" else None
     return SeedResult(land.name, strategy, task.seed, choice.runs, land.true_gain(choice.settings), best,
-                      choice.claimed_gain, verdict=choice.detail.get("verdict") if strategy.startswith("flagopt") else None,
+                      choice.claimed_gain, verdict=choice.detail.get("verdict") if is_flagopt(strategy) else None,
                       recommends=recommends, detail=detail, run_seconds=float(choice.detail.get("run_seconds", 0.0)),
                       controls=controls, ci=tuple(ci) if ci else None, repeated_failures=repeated_failures(land, log),
                       family=task.family)
@@ -111,18 +112,18 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
                            space_options=task.space_options or None)
         out.append(_result(land, task, "flagopt", ours, best, time.perf_counter() - started))
         budget = ours.runs
+    manual = functools.cache(lambda: manual_protocol(land, task.seed))  # the protocol once, whoever needs it
     for strategy in task.strategies:
         if strategy == "flagopt":
             continue
         started = time.perf_counter()
         if strategy == "manual":
-            choice: Choice | None = manual_protocol(land, task.seed)
+            choice: Choice | None = manual()
         elif strategy in ("flagopt-eq", "flagopt-1.5x"):
             # flagopt held to the engineer's budget (or half as much again): stop.max_trials from the manual
             # protocol's launches on this seed
             factor = 1.5 if strategy == "flagopt-1.5x" else 1.0
-            choice = run_flagopt(land, task.seed, folder / strategy,
-                                 max_trials=math.ceil(factor * manual_protocol(land, task.seed).runs),
+            choice = run_flagopt(land, task.seed, folder / strategy, max_trials=math.ceil(factor * manual().runs),
                                  space_options=task.space_options or None)
         elif strategy == "manual-x3":
             choice = manual_protocol(land, task.seed, repeats=3)

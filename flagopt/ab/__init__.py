@@ -6,7 +6,7 @@ every run is collected and classified as a study's would be and recorded in ``<s
 
 Example:
     >>> from flagopt.ab import paired
-    >>> paired([102.0, 101.0], [100.0, 100.0], "maximize").verdict
+    >>> paired([102.0, 101.5, 102.2, 101.8], [100.0, 100.1, 99.9, 100.0], "maximize").verdict
     'better'
 """
 

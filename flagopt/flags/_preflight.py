@@ -10,7 +10,7 @@ same flags as GPU builds (GPU flags are accepted and ignored), so no accelerator
 of *that* interpreter; the report names the version so a mismatch with the cluster's image is visible.
 
 Example:
-    >>> report = preflight([["--xla_gpu_enable_latency_hiding_scheduler=true"]])  # doctest: +SKIP
+    >>> report = preflight([["--xla_gpu_enable_latency_hiding_scheduler=true"]])
     >>> report.status
     'ok'
 """

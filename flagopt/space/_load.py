@@ -34,9 +34,13 @@ def load_space(path: str | Path) -> Space:
         SpaceError: naming the file, the key path and the reason, for the first problem found.
 
     Example:
-        >>> space = load_space("search_spaces/demo.yaml")  # doctest: +SKIP
-        >>> space.name  # doctest: +SKIP
-        'demo'
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "demo.yaml"
+        >>> _ = path.write_text("{command: [python, -c, pass], "
+        ...                     "params: {pipe: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}}}")
+        >>> space = load_space(path)
+        >>> space.name, [p.key for p in space.params]
+        ('demo', ['xla_gpu_enable_pipelined_all_gather'])
     """
     path = Path(path)
     source = str(path)

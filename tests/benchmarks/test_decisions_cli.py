@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 from benchmarks.decisions import main, parse_args
@@ -36,8 +37,6 @@ def test_one_seed_of_every_strategy_writes_the_write_up(tmp_path: Path) -> None:
 
 def test_flagopt_eq_is_held_to_the_manual_protocols_launches(tmp_path: Path) -> None:
     """The equal-budget strategy: flagopt with stop.max_trials = the manual protocol's launches on the same seed."""
-    import json
-
     out = tmp_path / "bench.json"
     code = main(["--seeds", "1", "--first-seed", "3", "--landscapes", "win10", "--families", "--jobs", "1",
                  "--strategies", "flagopt", "flagopt-eq", "manual", "--json", str(out),
