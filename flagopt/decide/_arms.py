@@ -1,4 +1,7 @@
-"""Group the study's runs into arms (one per configuration) and estimate each arm's drift-corrected gain."""
+"""Group the study's runs into arms (one per configuration) and estimate each arm's drift-corrected gain.
+
+Every arm is estimated against one drift curve per slot fitted to every run (:func:`flagopt.stats.estimate_arms`).
+"""
 
 from __future__ import annotations
 
@@ -67,18 +70,27 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
         if rec.is_baseline or rec.kind in ("evidence", "cross-config") or not rec.config_key:
             continue
         groups.setdefault(rec.config_key, []).append(rec)
+    ok_runs = {key: tuple(r for r in recs if r.ok) for key, recs in groups.items()}
+    every = fresh = {}
+    if baselines:
+        # One drift curve from every run (controls and repeats alike), not from the two controls around each run.
+        # The claim's fit leaves out each arm's first run: it is the one that made the arm worth re-running.
+        every = stats.estimate_arms({k: [to_run(r) for r in ok] for k, ok in ok_runs.items() if ok}, baselines,
+                                    confidence=noise.confidence)
+        fresh = stats.estimate_arms({k: [to_run(r) for r in ok[1:]] for k, ok in ok_runs.items() if len(ok) >= 2},
+                                    baselines, confidence=noise.confidence)
     arms = []
     for key, recs in groups.items():
-        ok = tuple(r for r in recs if r.ok)
+        ok = ok_runs[key]
         failures = tuple(r for r in recs if not r.ok and r.status != "running")
         first = recs[0]
         estimate = claim = None
         verdict = "unknown"
         if ok and baselines:
-            estimate = stats.estimate_arm([to_run(r) for r in ok], baselines, confidence=noise.confidence)
+            estimate = every[key]
             verdict = stats.verdict(estimate, min_effect=noise.min_effect, min_runs=noise.min_runs)
             if len(ok) >= 2:
-                claim = stats.estimate_arm([to_run(r) for r in ok[1:]], baselines, confidence=noise.confidence)
+                claim = fresh[key]
         arms.append(Arm(config_key=key, label=first.label, kind=first.kind if first.kind != "repeat" else "sampled",
                         first=first, runs=ok, estimate=estimate, verdict=verdict, claim=claim,
                         numerics_flagged=any(r.attrs.get("numerics_flag") for r in ok), failures=failures))

@@ -23,6 +23,7 @@ from flagopt.stats._drift import (
     gains,
 )
 from flagopt.stats._effects import EffectsFit, Observation, Prediction, fit_effects
+from flagopt.stats._joint import estimate_arms
 from flagopt.stats._noise import (
     DEFAULT_NOISE_FLOOR,
     NoiseEstimate,
@@ -51,6 +52,7 @@ __all__ = [
     "drift_interval",
     "drift_rate",
     "estimate_arm",
+    "estimate_arms",
     "evaluate_stop",
     "gains",
     "inconclusive",
