@@ -46,7 +46,7 @@ def test_the_gain_a_user_reads_is_the_fresh_runs_one_the_verdict_claims(cli, bui
     report = tmp_path / "report"
     assert cli(["report", "sim-llm-fsdp", "--storage", built.storage, "-o", str(report)]) == 0
     tldr = next(line for md in report.glob("*.md") for line in md.read_text().splitlines() if "Best recipe" in line)
-    assert f"Δ {100 * arm.claim.gain:+.2f} %" in tldr and f"{arm.claim.n} fresh runs" in tldr
+    assert f"Δ {100 * arm.claim.gain:+.2f} %" in tldr and f"{arm.claim.n} fresh run" in tldr
 
 
 def test_xla_flags_format_is_one_line_and_warns_about_what_it_leaves_out(cli, built, pp, capsys):

@@ -60,7 +60,7 @@ def test_sourcing_every_trial_reproduces_its_recorded_environment(study, request
         got, _ = source(patch, start, tmp_path)
         assert got == expected_env(start, data.record(number).attrs["env"]), f"trial {number}"
         checked += 1
-    assert checked >= 8
+    assert checked >= 6  # every ok trial: controls, the profiles that ran and the winner's repeats
 
 
 def test_hostile_looking_values_survive_quoting(fsdp, tmp_path):

@@ -116,8 +116,9 @@ def test_the_leaderboard_explains_drift_where_raw_and_delta_disagree(tmp_path, c
     base = ("baseline-deployed", "baseline-deployed", "k0", {})
     # The job sped up from 100 to 200 during the study: 170 is above the baselines' mean (150) but below the level
     # the baselines around it measured (about 190).
-    _study(storage, "drifty", [(*base, 100.0, 0), (*base, 101.0, 1), ("profile", "late", "k1", {}, 170.0, 9),
-                               (*base, 199.0, 9.5), (*base, 200.0, 10)])
+    # (times from 1: a record's start time of 0 reads as unknown, and the run is then placed at the present)
+    _study(storage, "drifty", [(*base, 100.0, 1), (*base, 101.0, 2), ("profile", "late", "k1", {}, 170.0, 10),
+                               (*base, 199.0, 10.5), (*base, 200.0, 11)])
     assert main(["leaderboard", "drifty", "--storage", storage]) == 0
     out = " ".join(capsys.readouterr().out.split())
     hit = re.search(r"Drift correction: late \(trial 2\): raw \+[\d.]+ %, Δ -[\d.]+ %", out)

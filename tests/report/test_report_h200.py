@@ -6,6 +6,8 @@ the PP study was stopped early: its third repeat of a sampled configuration was 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import shutil
 from pathlib import Path
 
@@ -49,11 +51,15 @@ def test_negative_findings_name_the_protocol_and_stay_short(storage):
 def test_without_a_winner_a_confirmed_arm_beats_a_noisier_estimate(storage):
     data = study_data(storage, "h200x2-pp")
     assert data.winner is None
-    top = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"),
-              key=lambda a: a.estimate.gain)
-    assert top.verdict != "better"  # the cancelled repeat left it short
     best = data.best_arm
-    assert best.verdict == "better" and best is not top
+    assert best.verdict == "better"
+    # The cancelled repeat left sampled#14 short of a verdict. On these runs it estimates below the confirmed arm;
+    # had it estimated above (it did against the two controls around each run, statistics.md §4), the confirmed arm
+    # must still be the one named.
+    noisier = max((a for a in data.arms if a.estimate is not None and a.kind != "baseline-no-env"
+                   and a.verdict != "better"), key=lambda a: a.estimate.gain)
+    lifted = replace(noisier, estimate=replace(noisier.estimate, gain=best.estimate.gain + 0.005))
+    assert replace(data, arms=tuple(lifted if a is noisier else a for a in data.arms)).best_arm is best
     # no confirmed winner: export names the confirmed-better arm as the one to trial, and exports it only by number
     with pytest.raises(NoWinner) as info:
         choose(data)
@@ -61,7 +67,7 @@ def test_without_a_winner_a_confirmed_arm_beats_a_noisier_estimate(storage):
     asked = choose(data, best.first.number)
     assert asked.label == best.label and not asked.confirmed
     tldr = report_data(data).tldr
-    assert f"**{best.label}**" in tldr[0] and any(top.label in line and "not confirmed" in line for line in tldr)
+    assert f"**{best.label}**" in tldr[0] and "NOT the study's winner" in tldr[0]
 
 
 def test_leaderboard_note_matches_whether_there_is_a_winner(storage):
