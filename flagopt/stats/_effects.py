@@ -132,7 +132,9 @@ def _design(observations: Sequence[Observation], features: tuple[str, ...], grou
     for block in blocks:
         times = sorted({float(o.t) for o in observations if o.block == block})
         count = max(2, math.ceil(len(times) / RUNS_PER_KNOT) + 1) if len(times) > 1 else 1
-        positions = np.linspace(times[0], times[-1], count) if count > 1 else np.array(times[:1])
+        # every few runs, not evenly in time: a pause (a night, a resumed study) would leave the knots where no run
+        # is and the runs with too few knots to follow their drift
+        positions = np.unique(np.quantile(times, np.linspace(0.0, 1.0, count))) if count > 1 else np.array(times[:1])
         knots.extend((block, float(p)) for p in positions)
     drift = np.zeros((n, len(knots)))
     for i, o in enumerate(observations):

@@ -102,3 +102,26 @@ def test_arms_without_runs_and_a_slot_without_controls():
     assert out["new-slot"].gain == pytest.approx(0.03, abs=0.003)
     with pytest.raises(ValueError, match="baseline"):
         estimate_arms(arms, [])
+
+
+def test_a_pause_in_the_study_does_not_stiffen_the_drift_curve():
+    """A study resumed the next day: the runs before the pause keep a knot every few runs, so an arm measured where
+    the level bent reads as it would without the pause (knots evenly in time put them all in the night)."""
+    def runs(gap: float) -> tuple[list[Run], dict[str, list[Run]]]:
+        base, arms = [], {"a": [], "b": []}
+        for i in range(60):
+            t = float(i) if i < 40 else i + gap
+            level = 1000.0 * (1 + 0.006 * math.sin(2 * math.pi * i / 16))
+            if i % 5 == 0:
+                base.append(Run(t=t, value=level))
+            else:
+                key = "a" if 2 <= i <= 6 else "b"
+                arms[key].append(Run(t=t, value=level * (1.04 if key == "a" else 1.01)))
+        return base, arms
+
+    base, arms = runs(0.0)
+    together = estimate_arms(arms, base)["a"]
+    base, arms = runs(50_000.0)
+    paused = estimate_arms(arms, base)["a"]
+    assert together.gain == pytest.approx(0.04, abs=0.004)
+    assert paused.gain == pytest.approx(together.gain, abs=0.001)
