@@ -16,7 +16,8 @@ from tests.report.studies import ROOT
 def test_finished_study(cli, built, pp, capsys):
     st = study_status(pp)
     assert st.counts == dict(Counter(r.status for r in pp.all_records)) and not st.running
-    assert st.best.startswith(pp.best_arm.label + " ")
+    # the verdict's recommendation where it made one (a budget verdict's best confirmed arm), else the best arm
+    assert st.best.startswith((pp.winner_arm or pp.best_arm).label + " ")
     assert cli(["status", "sim-llm-pp", "--storage", built.storage]) == 0
     out = capsys.readouterr().out
     assert "running: none" in out and pp.verdict["message"][:40] in out.replace("\n", " ")
