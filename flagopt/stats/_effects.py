@@ -172,16 +172,19 @@ def _prior_precision(d: _Design, prior_sd: float, tau: float, walk: float) -> np
 
 def _log_evidence(d: _Design, sigma: float, prior_sd: float, tau: float, walk: float) -> float:
     """log p(y | hyperparameters) of the Gaussian linear model, up to a constant."""
-    w = np.hstack([d.drift, d.x, d.z])
-    prior = _prior_precision(d, prior_sd, tau, walk)
+    return gaussian_evidence(np.hstack([d.drift, d.x, d.z]), _prior_precision(d, prior_sd, tau, walk), d.y, sigma)
+
+
+def gaussian_evidence(w: np.ndarray, prior: np.ndarray, y: np.ndarray, sigma: float) -> float:
+    """log p(y) of ``y = w @ beta + N(0, sigma^2)`` with ``beta ~ N(0, prior^-1)``, up to a constant."""
     post = prior + w.T @ w / sigma**2
     sign_post, logdet_post = np.linalg.slogdet(post)
     sign_prior, logdet_prior = np.linalg.slogdet(prior)
     if sign_post <= 0 or sign_prior <= 0:
         return -math.inf
-    b = w.T @ d.y / sigma**2
-    quad = float(d.y @ d.y) / sigma**2 - float(b @ np.linalg.solve(post, b))
-    return -0.5 * (quad + logdet_post - logdet_prior + len(d.y) * math.log(sigma**2))
+    b = w.T @ y / sigma**2
+    quad = float(y @ y) / sigma**2 - float(b @ np.linalg.solve(post, b))
+    return -0.5 * (quad + logdet_post - logdet_prior + len(y) * math.log(sigma**2))
 
 
 def fit_effects(observations: Sequence[Observation], *, sigma: float, prior_sd: float | None = None,

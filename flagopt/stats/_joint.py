@@ -2,7 +2,7 @@
 
 :func:`~flagopt.stats.estimate_arm` compares each run with the two controls around it, so those two controls' noise
 lands on every run between them and never averages out: in a race that repeats three configurations between two
-controls, about three quarters of a claim's variance was the controls' (docs/statistics.md §11). But a repeated
+controls, about three quarters of a claim's variance was the controls' (docs/statistics.md §16). But a repeated
 configuration is a control too: its level does not change, so its runs at different times measure the drift as
 well as the deployed job's do. This model fits the log of every run as
 
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from flagopt.stats._effects import Observation, _design, _prior_precision
+from flagopt.stats._effects import Observation, _design, _prior_precision, gaussian_evidence
 from flagopt.stats._noise import DEFAULT_NOISE_FLOOR, Run, noise_estimate
 from flagopt.stats._verdict import ArmEstimate
 
@@ -132,26 +132,18 @@ def _precision(d, trends: int, sigma: float, ratio: float) -> np.ndarray:
 
 def _fit(d, w: np.ndarray, trends: int, start: float, ratio: float) -> tuple[np.ndarray, np.ndarray, float, float, float]:
     """Posterior mean and covariance for one walk step (``ratio`` sigmas), the residual sigma, its degrees of
-    freedom and the log evidence: sigma is re-estimated from the residuals twice (the prior is in sigma units)."""
+    freedom and the log evidence: sigma is re-estimated from the residuals (the prior is in sigma units), then the
+    posterior is taken at the last sigma."""
     n = len(d.y)
-    sigma = start
-    for _ in range(3):
-        post = _precision(d, trends, sigma, ratio) + w.T @ w / sigma**2
-        cov = np.linalg.inv(post)
+    sigma, df = start, float(n)
+    for final in (False, False, False, True):
+        prior = _precision(d, trends, sigma, ratio)
+        cov = np.linalg.inv(prior + w.T @ w / sigma**2)
         mean = cov @ (w.T @ d.y) / sigma**2
+        if final:
+            return mean, cov, sigma, df, gaussian_evidence(w, prior, d.y, sigma)
         resid = d.y - w @ mean
-        edf = float(np.trace(w @ cov @ w.T)) / sigma**2
+        edf = float(np.sum((w @ cov) * w)) / sigma**2  # trace of the hat matrix, without the n x n product
         df = max(n - edf, 1.0)
         sigma = max(math.sqrt(float(resid @ resid) / df), 1e-6)
-    prior = _precision(d, trends, sigma, ratio)
-    post = prior + w.T @ w / sigma**2
-    cov = np.linalg.inv(post)
-    mean = cov @ (w.T @ d.y) / sigma**2
-    sign_post, logdet_post = np.linalg.slogdet(post)
-    sign_prior, logdet_prior = np.linalg.slogdet(prior)
-    b = w.T @ d.y / sigma**2
-    quad = float(d.y @ d.y) / sigma**2 - float(b @ mean)
-    evidence = -0.5 * (quad + logdet_post - logdet_prior + n * math.log(sigma**2))
-    if sign_post <= 0 or sign_prior <= 0:
-        evidence = -math.inf
-    return mean, cov, sigma, df, evidence
+    raise AssertionError("unreachable")

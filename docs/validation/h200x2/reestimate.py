@@ -8,8 +8,7 @@ import tempfile
 import optuna
 
 from flagopt import stats
-from flagopt.decide import arms_of
-from flagopt.decide._arms import baseline_runs, to_run
+from flagopt.decide import arms_of, baseline_runs, to_run
 from flagopt.space import NoiseSpec
 from flagopt.study import history
 
