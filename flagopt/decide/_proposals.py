@@ -24,9 +24,6 @@ MAX_MODEL_PROPOSALS = 3
 #: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
 #: standard errors of zero are still tried on top of it (optimism under uncertainty).
 OPTIMISM_SE = 1.0
-#: At most this many add-one variants around a confirmed winner (beside the screen's proposals): the local search
-#: for its small companions, each worth a run or three of the refinement budget.
-MAX_LOCAL_ADDS = 3
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour): a short line
 #: search, bounded like the model's proposals.
 MAX_MOVES = 3
@@ -63,36 +60,6 @@ class Proposals:
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))
-
-    def add_sets(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame], *,
-                 around_winner: bool) -> list[dict[str, Any]]:
-        """What could be added to ``base``, most promising first; the caller runs the first not yet run.
-
-        Every setting with a pooled effect above zero together. Around a confirmed winner also every setting not
-        ruled out (within ``OPTIMISM_SE`` standard errors of zero) together, then each of those alone on top of
-        the winner, by its optimistic effect: when the first set was already run (win10-1000: the combination was
-        the winner plus its one positive setting) the study otherwise ended with untried companions.
-        """
-        sets = [self.additions(model, base, blames)]
-        if around_winner:
-            hopeful = self.additions(model, base, blames, optimism=OPTIMISM_SE)
-            sets.append(hopeful)
-            def upside(name: str) -> float:
-                effect, se = model.effect(name, hopeful[name])
-                return effect + OPTIMISM_SE * se
-            sets += [{name: hopeful[name]} for name in sorted(hopeful, key=upside, reverse=True)]
-        out: list[dict[str, Any]] = []
-        for extra in sets:
-            if extra and extra not in out:
-                out.append(extra)
-        return out
-
-    @staticmethod
-    def local_adds_left(records: Sequence[RunRecord]) -> bool:
-        """Whether the local search around a confirmed winner may run another add-one (``MAX_LOCAL_ADDS``)."""
-        local = {r.config_key for r in records if r.attrs.get("design") == "add-one" and r.attrs.get("phase") == "refine"
-                 and not r.stopped_with_driver}
-        return len(local) < MAX_LOCAL_ADDS
 
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                   records: Sequence[RunRecord]) -> tuple[str, Any] | None:

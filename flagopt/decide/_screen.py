@@ -115,21 +115,22 @@ class Screen(Proposals):
                 settings = {}
             anchor_label = proposals_in_flight[0].config.profile
         best = anchor or self.best_measured(arms)
-        # Around a confirmed winner the refinement budget bounds the local search, not the screen's proposal cap: in
-        # pair-1005 the three proposals were spent before the winner was found, and it never ran with the +0.3-0.6 %
-        # settings that make the best (1.3 pp short).
-        local = leader is not None and self.local_adds_left(records)
-        if best is not None and not proposals_in_flight and (budget_left or local) and model is not None:
+        if best is not None and not proposals_in_flight and budget_left and model is not None:
             # Add-one: what the model says could still be added to the best configuration (a winner confirmed early,
             # e.g. the microbatch count, never ran with the other settings that measured positive alone).
             base = design.settings_of_record(space, best.first.attrs.get("settings") or {})
-            for extra in self.add_sets(model, base, blames, around_winner=leader is not None):
-                gain = sum(self._effect(model, n, v) for n, v in extra.items())
-                # Around a confirmed winner any setting not ruled out is worth one run: the refinement budget bounds
-                # it, and a winner's small companions (+0.3-0.8 % each, below one run's noise) are what within 1 % of
-                # the best takes (pair, win10: the winner alone ended 1-1.5 pp short in a third of the seeds).
-                if leader is None and not (gain > self._sigma / 2.0 and self.worth_running(model, {**base, **extra}, records)):
-                    continue
+            extra = self.additions(model, base, blames)
+            if not extra and leader is not None:
+                # Nothing left above zero: what one standard error of optimism still adds. The probes between two
+                # controls share their error, and one control 2 % high put four +1.2 to +2 % settings below zero
+                # (ppmb-1003: the winner never ran with them, 3.8 points short of the best).
+                extra = self.additions(model, base, blames, optimism=OPTIMISM_SE)
+            gain = sum(self._effect(model, n, v) for n, v in extra.items())
+            # Around a confirmed winner any setting not ruled out is worth one run: the refinement budget bounds it,
+            # and a winner's small companions (+0.3-0.8 % each, below one run's noise) are what within 1 % of the
+            # best takes (pair, win10: the winner alone ended 1-1.5 pp short in a third of the seeds).
+            if extra and (gain > self._sigma / 2.0 and self.worth_running(model, {**base, **extra}, records)
+                          or leader is not None):
                 config = fresh({**base, **extra}, f"{best.label} + " + ", ".join(
                     design.probe_label(space.param(n), v) for n, v in extra.items()))
                 if config is not None:

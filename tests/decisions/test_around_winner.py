@@ -93,28 +93,3 @@ def test_a_setting_not_ruled_out_is_added_once_nothing_is_above_zero(tmp_path):
 def test_a_setting_the_runs_rule_out_is_not_added(tmp_path):
     space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, sigma=0.01)
     assert step is None or "pipe" not in settings_of_record(space, step[0].settings()), step
-
-
-def test_companions_are_tried_when_the_first_add_one_was_already_run(tmp_path):
-    # The winner plus its one positive setting (pipe) already ran, as the combination did in win10-1000, and the
-    # study ended "nothing left could beat it" with double buffering (a probe 0.2 % low under 1 % noise) untried.
-    # The proposal cap (three model proposals, spent before the winner) must not block the search around it either.
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE).replace(
-        "  pipe:", "  db: {xla: xla_gpu_enable_while_loop_double_buffering, choices: [true]}\n  pipe:"))
-    space = load_space(path)
-    records = history(space, {2: 103.0, 3: 96.0, 4: 104.6}, 100.6)
-    records.append(run(space, len(records), {"db": True}, 99.8))
-    for i in range(3):  # three earlier proposals of the screen, and the winner with pipe
-        records.append(run(space, len(records), {"overlap": 2, "proto": "Simple", "pipe": True} if i else
-                           {"overlap": 3, "pipe": True}, 101.0 + i, design="combination"))
-    records.append(run(space, len(records), {"overlap": 4, "proto": "Simple", "pipe": True}, 107.1, design="add-one"))
-    planner = Planner(space)
-    planner._sigma = 0.01
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
-    leader = planner.leader(arms)
-    assert leader is not None
-    step = planner.next_screen(records, arms, [], leader)
-    assert step is not None and step[2] == "add-one", step
-    assert settings_of_record(space, step[0].settings())["db"] is True
