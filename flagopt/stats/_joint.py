@@ -136,14 +136,18 @@ def _fit(d, w: np.ndarray, trends: int, start: float, ratio: float) -> tuple[np.
     posterior is taken at the last sigma."""
     n = len(d.y)
     sigma, df = start, float(n)
-    for final in (False, False, False, True):
-        prior = _precision(d, trends, sigma, ratio)
-        cov = np.linalg.inv(prior + w.T @ w / sigma**2)
-        mean = cov @ (w.T @ d.y) / sigma**2
-        if final:
-            return mean, cov, sigma, df, gaussian_evidence(w, prior, d.y, sigma)
+    for _ in range(3):
+        mean, cov = _posterior(_precision(d, trends, sigma, ratio), w, d.y, sigma)
         resid = d.y - w @ mean
         edf = float(np.sum((w @ cov) * w)) / sigma**2  # trace of the hat matrix, without the n x n product
         df = max(n - edf, 1.0)
         sigma = max(math.sqrt(float(resid @ resid) / df), 1e-6)
-    raise AssertionError("unreachable")
+    prior = _precision(d, trends, sigma, ratio)
+    mean, cov = _posterior(prior, w, d.y, sigma)
+    return mean, cov, sigma, df, gaussian_evidence(w, prior, d.y, sigma)
+
+
+def _posterior(prior: np.ndarray, w: np.ndarray, y: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and covariance of ``y = w @ beta + N(0, sigma^2)`` with ``beta ~ N(0, prior^-1)``."""
+    cov = np.linalg.inv(prior + w.T @ w / sigma**2)
+    return cov @ (w.T @ y) / sigma**2, cov
