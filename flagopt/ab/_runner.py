@@ -8,7 +8,9 @@ script is fixed text: the patch path and the command reach bash as arguments, ne
 from __future__ import annotations
 
 import math
+import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +65,8 @@ class AbRunner:
         self.rendered: RenderedTrial = render(space, baseline_configs(space)[0], default_of=default_of)
         self.active: dict[str, Active] = {}
         self.stop_reason: str | None = None
+        #: which driver session submitted a run: a round split over two sessions is flagged in the summary
+        self.session = f"{socket.gethostname()}:{os.getpid()}:{time.time():.0f}"
 
     # -- the plan, read from the record -------------------------------------------------------------------------
     @property
@@ -171,7 +175,7 @@ class AbRunner:
         trial_dir = self.record.dir / "runs" / f"r{rnd + 1:02d}-{name}-{before}"
         trial_dir.mkdir(parents=True, exist_ok=True)
         entry: dict[str, Any] = {"round": rnd, "arm": arm, "attempt": attempt, "slot": slot, "status": RUNNING,
-                                 "trial_dir": str(trial_dir), "submitted_at": time.time()}
+                                 "trial_dir": str(trial_dir), "submitted_at": time.time(), "session": self.session}
         launch = self._launch(entry)
         job = self.executor.submit(launch, slot)
         entry.update(job_id=job.job_id, argv=list(launch.argv))

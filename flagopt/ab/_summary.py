@@ -1,5 +1,6 @@
 """What an A/B record says: per-round values, each patch against the deployed job, the agreement with the study's
-claim, and which patch is best (pure: reads the record's document, writes nothing)."""
+claim, which patch is best, and the rounds whose runs do not share one machine session (pure: reads the record's
+document, writes nothing)."""
 
 from __future__ import annotations
 
@@ -26,11 +27,45 @@ def findings(doc: dict[str, Any], arm: int) -> list[dict[str, Any]]:
     return [r for r in doc["runs"] if r["arm"] == arm and r.get("status") in FINDING_STATUSES]
 
 
+def split_rounds(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rounds whose successful runs come from more than one driver session or host.
+
+    A round is the A/B's block: its runs are compared with each other only. A driver stopped mid-round and resumed
+    later (possibly on a fresh cloud machine that reports the same host name) finishes the round in another
+    session, so that round's pairs compare machines as well as patches. Runs carry the ``session`` that submitted
+    them; in a record without it, a run cancelled with the driver marks where the next session began.
+
+    Example:
+        >>> runs = [{"round": 0, "arm": 0, "status": "ok", "session": "s1"},
+        ...         {"round": 0, "arm": 1, "status": "ok", "session": "s2"},
+        ...         {"round": 1, "arm": 1, "status": "ok", "session": "s2"}]
+        >>> split_rounds({"runs": runs})
+        [{'round': 0, 'sessions': 2, 'hosts': []}]
+    """
+    session, marker = 0, None
+    seen: dict[int, tuple[set[Any], set[str]]] = {}
+    for run in doc["runs"]:
+        stamp = run.get("session")
+        if stamp is not None and stamp != marker:
+            session, marker = session + 1, stamp
+        if run.get("status") == "ok":
+            sessions, hosts = seen.setdefault(run["round"], (set(), set()))
+            sessions.add(session)
+            if run.get("host"):
+                hosts.add(str(run["host"]))
+        if stamp is None and run.get("cancelled_by") == "driver":
+            session += 1  # an older record: the runs after a driver's cancel come from the next session
+    return [{"round": rnd, "sessions": len(sessions), "hosts": sorted(hosts) if len(hosts) > 1 else []}
+            for rnd, (sessions, hosts) in sorted(seen.items()) if len(sessions) > 1 or len(hosts) > 1]
+
+
 def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     """The summary stored in the record (``summary``) and printed by ``flagopt ab``; see docs/report.md."""
     direction = doc.get("metric", {}).get("direction", "maximize")
     values = values_by_round(doc)
     deployed = values[0]
+    split = split_rounds(doc)
+    whole = [None if any(r["round"] == i for r in split) else 1 for i in range(len(deployed))]
     arms_out: list[dict[str, Any]] = []
     estimates: dict[int, Estimate] = {}
     for i, arm in enumerate(doc["arms"]):
@@ -44,12 +79,18 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         verdict = f"{FAILS} ({failed[0].get('failure_class') or failed[0]['status']})" if failed else est.verdict
         claim = arm.get("claim") or {}
         agree = agreement(est, claim.get("gain"), claim.get("ci"))
+        if split:
+            # the same estimate over the rounds run in one session: what the A/B says without the mixed pairs
+            entry["vs_deployed_whole_rounds"] = paired([v if w else None for v, w in zip(values[i], whole)],
+                                                       [v if w else None for v, w in zip(deployed, whole)],
+                                                       direction).to_json()
         entry.update(vs_deployed=est.to_json(), verdict=verdict,
                      failures=[{"round": r["round"], "status": r["status"], "failure_class": r.get("failure_class"),
                                 "failure_reason": r.get("failure_reason")} for r in failed],
                      agreement=None if agree is None else {"agrees": agree[0], "text": agree[1]})
         arms_out.append(entry)
-    return {"direction": direction, "arms": arms_out, "best": _best(doc, values, estimates, direction)}
+    return {"direction": direction, "arms": arms_out, "best": _best(doc, values, estimates, direction),
+            "split_rounds": split}
 
 
 def _best(doc: dict[str, Any], values: list[list[float | None]], estimates: dict[int, Estimate], direction: str) -> dict[str, Any] | None:

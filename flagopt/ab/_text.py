@@ -56,4 +56,14 @@ def arm_lines(doc: dict[str, Any]) -> list[str]:
     best = (doc.get("summary") or {}).get("best")
     if best and len(arms) > 2:
         out.append(best["text"])
+    split = (doc.get("summary") or {}).get("split_rounds") or []
+    if split:
+        which = ", ".join(str(r["round"] + 1) for r in split)
+        hosts = sorted({h for r in split for h in r.get("hosts") or ()})
+        why = f"hosts {', '.join(hosts)}" if hosts else "a stop and a resume, possibly on another machine"
+        line = (f"warning: round{'s' if len(split) > 1 else ''} {which} ran in more than one session ({why}): "
+                "its pairs compare machines as well as patches")
+        whole = [(a["name"], a.get("vs_deployed_whole_rounds")) for a in arms[1:]]
+        shown = [f"{name} {pct(e['gain'], e['ci'])}" for name, e in whole if e and e.get("gain") is not None]
+        out.append(line + (f"; over the other rounds: {', '.join(shown)}" if shown else ""))
     return out

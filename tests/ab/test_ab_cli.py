@@ -172,6 +172,11 @@ def test_ctrl_c_stops_cleanly_and_the_same_command_resumes_the_pairs(tmp_path: P
     measured = [r for r in doc["runs"] if r["status"] == "ok"]
     assert doc["state"] == "done" and len(measured) == 4 and len(doc["runs"]) == 5  # the cancelled run ran again
     assert doc["summary"]["arms"][1]["vs_deployed"]["gain"] == pytest.approx(0.02, abs=0.001)
+    # round 1 was finished by the second driver: its pair spans two sessions (on a cloud machine, maybe two machines)
+    assert len({r["session"] for r in doc["runs"]}) == 2
+    assert doc["summary"]["split_rounds"] == [{"round": 0, "sessions": 2, "hosts": []}]
+    assert doc["summary"]["arms"][1]["vs_deployed_whole_rounds"]["pairs"] == 1
+    assert "warning: round 1 ran in more than one session (a stop and a resume" in out
 
 
 SIM = """\

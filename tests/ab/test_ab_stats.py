@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from flagopt.ab import agreement, paired, round_order, summarize, williams_rows
+from flagopt.ab import agreement, arm_lines, paired, round_order, summarize, williams_rows
 
 
 @pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
@@ -91,3 +91,54 @@ def test_a_linear_drift_cancels_over_full_latin_squares(k: int, rounds: int) -> 
     for arm in range(1, k):
         est = paired(values[arm], values[0], "maximize")
         assert abs(est.gain) < 0.002 and est.lo <= 0 <= est.hi, (arm, est)
+
+
+def _rounds(values: list[tuple[float, float]], **stamps: object) -> list[dict]:
+    """A, B per round, each run with the ``stamps`` given for it as ``r{round}{arm}={...}``."""
+    runs = []
+    for rnd, (a, b) in enumerate(values):
+        for arm, value in ((0, a), (1, b)):
+            runs.append({"round": rnd, "arm": arm, "status": "ok", "steady": value, "session": "s1",
+                         **(stamps.get(f"r{rnd}{arm}") or {})})
+    return runs
+
+
+def test_a_round_finished_in_another_session_is_flagged_and_left_out_of_the_second_estimate() -> None:
+    values = [(100.0, 102.0), (100.0, 109.0), (100.0, 102.2), (100.0, 101.8)]  # round 2 paired two machines
+    doc = {"pairs": 4, "metric": {"direction": "maximize"}, "arms": [{"name": "A", "label": "deployed"},
+                                                                      {"name": "B", "label": "p.env.sh"}],
+           "runs": _rounds(values, r11={"session": "s2"}, r20={"session": "s2"}, r21={"session": "s2"},
+                           r30={"session": "s2"}, r31={"session": "s2"})}
+    doc["summary"] = summarize(doc)
+    assert doc["summary"]["split_rounds"] == [{"round": 1, "sessions": 2, "hosts": []}]
+    b = doc["summary"]["arms"][1]
+    assert b["vs_deployed"]["pairs"] == 4 and b["vs_deployed_whole_rounds"]["pairs"] == 3
+    assert b["vs_deployed_whole_rounds"]["gain"] == pytest.approx(0.02, abs=0.001)
+    line = arm_lines(doc)[-1]
+    assert line.startswith("warning: round 2 ran in more than one session") and "B +2.00 %" in line
+
+
+def test_runs_on_two_hosts_in_one_round_are_flagged_and_one_session_on_one_host_is_not() -> None:
+    doc = {"pairs": 2, "metric": {"direction": "maximize"}, "arms": [{"name": "A", "label": "deployed"},
+                                                                      {"name": "B", "label": "p.env.sh"}]}
+    doc["runs"] = _rounds([(100.0, 102.0), (100.0, 102.1)], r00={"host": "n1"}, r01={"host": "n2"},
+                          r10={"host": "n1"}, r11={"host": "n1"})
+    assert summarize(doc)["split_rounds"] == [{"round": 0, "sessions": 1, "hosts": ["n1", "n2"]}]
+    doc["runs"] = _rounds([(100.0, 102.0), (100.0, 102.1)])
+    summary = summarize(doc)
+    assert summary["split_rounds"] == [] and "vs_deployed_whole_rounds" not in summary["arms"][1]
+    assert not any(line.startswith("warning") for line in arm_lines({**doc, "summary": summary}))
+
+
+def test_a_record_without_session_stamps_splits_at_the_run_the_driver_cancelled() -> None:
+    """Records written before runs carried their session: the driver's cancel marks where the resume began."""
+    runs = [{"round": 0, "arm": 0, "status": "ok", "steady": 100.0},
+            {"round": 0, "arm": 1, "status": "ok", "steady": 102.0},
+            {"round": 1, "arm": 1, "status": "ok", "steady": 102.0},
+            {"round": 1, "arm": 0, "status": "cancelled", "cancelled_by": "driver"},
+            {"round": 1, "arm": 0, "status": "ok", "steady": 100.0},
+            {"round": 2, "arm": 0, "status": "ok", "steady": 100.0},
+            {"round": 2, "arm": 1, "status": "ok", "steady": 102.0}]
+    doc = {"pairs": 3, "metric": {"direction": "maximize"}, "runs": runs,
+           "arms": [{"name": "A", "label": "deployed"}, {"name": "B", "label": "p.env.sh"}]}
+    assert summarize(doc)["split_rounds"] == [{"round": 1, "sessions": 2, "hosts": []}]
