@@ -1,5 +1,6 @@
 """What the effects model proposes beyond single settings: the combination, add-one and move-one variants around the
-best configuration, whether one is worth a run, and a failed proposal mended (statistics.md §9, §10)."""
+best configuration (a numeric setting moved to its neighbour, a categorical one swapped for a close rival), whether
+one is worth a run, and a failed proposal mended (statistics.md §9, §10)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ MAX_MODEL_PROPOSALS = 3
 #: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
 #: standard errors of zero are still tried on top of it (optimism under uncertainty).
 OPTIMISM_SE = 1.0
-#: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour): a short line
-#: search, bounded like the model's proposals.
+#: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
+#: one swapped for a close rival): a short line search, bounded like the model's proposals.
 MAX_MOVES = 3
 
 
@@ -64,17 +65,24 @@ class Proposals:
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                   records: Sequence[RunRecord]) -> tuple[str, Any] | None:
         """A numeric param of the winner ``base`` moved one step to its better measured neighbour (not the deployed value:
-        dropping the setting is the drop-one variant's question).
+        dropping the setting is the drop-one variant's question), or a categorical one swapped for its close rival.
 
         Its value came from single probes a run's noise apart (pp64: an overlap limit of 4 measured once +6.3 %,
         true +3.5 %, beat 3, true +5.0 %; the winner kept it in 6 of 30 seeds, 1.6-1.8 pp short of the best). The
         neighbour is tried unless the model says it is worse by more than one standard error; the best of the two
-        by the pooled effects.
+        by the pooled effects. A categorical value (an NCCL algorithm or protocol) has no neighbours, only rivals:
+        each measured value the model cannot tell from the winner's, best first (rand-below-1027: NVLS measured
+        +1.5 % once, true 0, beat Tree at +1.2 %, true +1.9 %, and went into every combination).
         """
         if sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) >= MAX_MOVES:
             return None
         params = {p.name for p in self.space.params}
         for name, value in base.items():
+            if name in params and _categorical(self.space.param(name), value):
+                rival = self._rival(model, base, name, blames, records)
+                if rival is not None:
+                    return name, rival
+                continue
             if name not in params or isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
@@ -97,6 +105,26 @@ class Proposals:
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
             if target is not None and blamed_by(blames, {**base, name: target}) is None:
                 return name, target
+        return None
+
+    def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, blames: Sequence[Blame],
+               records: Sequence[RunRecord]) -> Any | None:
+        """The best measured value of categorical ``name`` within one standard error (of the difference) of
+        ``base``'s value, not the deployed one, whose swap into ``base`` is neither blamed nor already run."""
+        here, se_here = model.effect(name, base[name])
+        param = self.space.param(name)
+        rivals = []
+        for value in model.values.get(name, ()):
+            effect, se = model.effect(name, value)
+            if value != base[name] and effect > here - math.hypot(se, se_here) \
+                    and not design.same_value(param, value, self.deployed.get(name)):
+                rivals.append((effect, value))
+        run = {r.config_key for r in records}
+        for _, value in sorted(rivals, key=lambda r: -r[0]):
+            swapped = {**base, name: value}
+            key = design.config_of_settings(self.space, swapped, kind="probe", profile="").config_key
+            if blamed_by(blames, swapped) is None and key not in run:
+                return value
         return None
 
     @staticmethod
@@ -189,3 +217,9 @@ class Proposals:
                     return config, f"{label} failed twice ({failure}): which of its settings fails in company?", \
                         "drop-one"
         return None
+
+
+def _categorical(param: Any, value: Any) -> bool:
+    """Whether ``param`` is a categorical of named values (not a boolean, not numbers offered as choices)."""
+    numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in param.choices or ())
+    return param.choices is not None and not isinstance(value, bool) and not numbers

@@ -135,7 +135,9 @@ class Screen(Proposals):
                     design.probe_label(space.param(n), v) for n, v in extra.items()))
                 if config is not None:
                     return config, f"what the model predicts could still be added to {best.label}", "add-one"
-        if leader is not None and model is not None:
+        if (leader is not None or settings) and model is not None:
+            # Around the winner, and already around a contender (a combination near the win bar): its values came
+            # from single probes, and a neighbour or rival worth more is best found before the race confirms it.
             move = self.neighbour(model, settings, blames, records)
             if move is not None:
                 name, value = move
