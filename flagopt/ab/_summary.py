@@ -65,7 +65,12 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     values = values_by_round(doc)
     deployed = values[0]
     split = split_rounds(doc)
-    whole = [None if any(r["round"] == i for r in split) else 1 for i in range(len(deployed))]
+    mixed = {r["round"] for r in split}
+
+    def whole(row: list[float | None]) -> list[float | None]:
+        """``row`` without the rounds split over two sessions."""
+        return [None if rnd in mixed else v for rnd, v in enumerate(row)]
+
     arms_out: list[dict[str, Any]] = []
     estimates: dict[int, Estimate] = {}
     for i, arm in enumerate(doc["arms"]):
@@ -81,9 +86,7 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         agree = agreement(est, claim.get("gain"), claim.get("ci"))
         if split:
             # the same estimate over the rounds run in one session: what the A/B says without the mixed pairs
-            entry["vs_deployed_whole_rounds"] = paired([v if w else None for v, w in zip(values[i], whole)],
-                                                       [v if w else None for v, w in zip(deployed, whole)],
-                                                       direction).to_json()
+            entry["vs_deployed_whole_rounds"] = paired(whole(values[i]), whole(deployed), direction).to_json()
         entry.update(vs_deployed=est.to_json(), verdict=verdict,
                      failures=[{"round": r["round"], "status": r["status"], "failure_class": r.get("failure_class"),
                                 "failure_reason": r.get("failure_reason")} for r in failed],

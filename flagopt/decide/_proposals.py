@@ -15,7 +15,7 @@ from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
 from flagopt.failure_classes import OOM
-from flagopt.space import Space, TrialConfig
+from flagopt.space import Param, Space, TrialConfig
 
 #: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
 MODEL_DESIGNS = ("combination", "add-one")
@@ -219,7 +219,7 @@ class Proposals:
         return None
 
 
-def _categorical(param: Any, value: Any) -> bool:
+def _categorical(param: Param, value: Any) -> bool:
     """Whether ``param`` is a categorical of named values (not a boolean, not numbers offered as choices)."""
     numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in param.choices or ())
     return param.choices is not None and not isinstance(value, bool) and not numbers
