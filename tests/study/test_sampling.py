@@ -39,3 +39,28 @@ def test_seeded_random_sampler_is_reproducible_and_resume_proposes_new_points(wr
     assert len(resumed) == 5 and resumed[:2] == first  
     assert not set(resumed[2:]) & set(first)  # the resumed sampler does not replay the first invocation
     assert len(history(load_study(storage, "a"))) == 7  # --trials counts this invocation's launches only
+
+
+SMALL = """
+    name: small
+    command: ["{python}", "-m", "flagopt.workloads.faulty", "steps=15", "step_s=0.003"]
+    seed: 7
+    params:
+      tps: {arg: tokens_per_s, choices: [49950, 50000, 50050]}
+    stop: {max_trials: 20, max_null: 100}
+    screen: false  # the sampler from the first run on
+    noise: {baseline_every: 100}
+"""
+
+
+def test_a_sampled_point_measured_already_is_not_run_again(write_space, storage):
+    # Three configurations: a uniform sampler repeats one within three draws more often than not (7 in 9); the
+    # race decides repeats, so each sampled run measures a configuration not measured before.
+    space = write_space(SMALL, "small.yaml")
+    assert run(space, storage, "--sampler", "random", "--trials", "4") == 0
+    records = history(load_study(storage, "small"))
+    ran = [r.params["tps"] for r in records if r.kind == "sampled" and r.status != "invalid"]
+    assert sorted(ran) == [49950, 50000, 50050]
+    skipped = [r for r in records if r.status == "invalid"]
+    assert skipped and all("measured already" in r.attrs["failure_reason"] for r in skipped)
+    assert {r.params["tps"] for r in skipped} <= set(ran)
