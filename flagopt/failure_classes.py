@@ -18,6 +18,7 @@ COORDINATION_TIMEOUT = "coordination-timeout"
 HANG = "hang"
 NODE_FAILURE = "node-failure"
 PREEMPTION = "preemption"
+LAUNCH_FAILURE = "launch-failure"
 TIME_LIMIT = "time-limit"
 CANCELLED = "cancelled"
 BENIGN_EXIT = "benign-exit"
@@ -29,5 +30,5 @@ CRASH = "crash"
 #: Every failure class, highest precedence first (see :func:`flagopt.failures.classify`).
 FAILURE_CLASSES = (
     UNKNOWN_FLAG, OOM, NUMERICS_NAN, BENIGN_EXIT, NUMERICS_DRIFT, NODE_FAILURE, PREEMPTION, NCCL_INIT,
-    COORDINATION_TIMEOUT, HANG, TIME_LIMIT, CANCELLED, CRASH, INCOMPLETE,
+    COORDINATION_TIMEOUT, HANG, TIME_LIMIT, CANCELLED, LAUNCH_FAILURE, CRASH, INCOMPLETE,
 )  # fmt: skip

@@ -125,7 +125,10 @@ class LocalExecutor(BaseExecutor):
 
     def __init__(self, folder: Path, *, timeout_min: float = 60.0) -> None:
         super().__init__(folder)
-        self._executor = submitit.LocalExecutor(folder=str(self.folder / "%j"))
+        # One flat folder, not submitit's usual folder per job (``%j``): that one is created by this process only after
+        # the controller started, and the controller opens its log there at once. On a loaded machine it lost the
+        # race (FileNotFoundError) and the trial never ran (seen in CI); this folder exists before any job starts.
+        self._executor = submitit.LocalExecutor(folder=str(self.folder))
         # The runner enforces the trial's own timeout; submitit's is a backstop a little later.
         self._executor.update_parameters(timeout_min=max(1, int(timeout_min) + 2))
 
@@ -138,7 +141,8 @@ class LocalExecutor(BaseExecutor):
             return LocalTrialJob(self._executor.submit(run_trial, launch))
 
     def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
-        folder = self.folder / job_id
-        if not folder.exists():
+        if (self.folder / job_id).is_dir():
+            return AttachedLocalJob(self.folder / job_id, job_id)  # a study started before the flat folder
+        if not (self.folder / f"{job_id}_submitted.pkl").exists():
             return None
-        return AttachedLocalJob(folder, job_id)
+        return AttachedLocalJob(self.folder, job_id)

@@ -17,8 +17,10 @@ Precedence (the first that applies wins), and why:
    rendezvous warns it is stuck before the first step.
 8. ``time-limit`` - our wall-clock limit or the scheduler's ``TIMEOUT``.
 9. ``cancelled`` - a user's scancel / signal that came from outside.
-10. ``crash`` - any other non-zero exit or fatal signal (with the most telling line, if any).
-11. ``incomplete`` - a clean exit before the window was complete.
+10. ``launch-failure`` - flagopt's trial runner never reported (``reported=False``): the job died around the trial,
+    e.g. submitit's local controller lost a race for its own log folder on a loaded machine. Infrastructure.
+11. ``crash`` - any other non-zero exit or fatal signal (with the most telling line, if any).
+12. ``incomplete`` - a clean exit before the window was complete.
 
 Example:
     >>> classify("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1024 bytes.", exit_code=-15).details[
@@ -197,6 +199,8 @@ def classify(
     final_loss: float | None = None,
     reference_loss: float | None = None,
     loss_rtol: float = 0.05,
+    reported: bool = True,
+    launch_error: str = "",
 ) -> Failure | None:
     """Classify one trial's end; ``None`` means a clean, complete measurement.
 
@@ -212,6 +216,9 @@ def classify(
         final_loss: the last step's loss (read from the log when ``None``).
         reference_loss: the baseline's final loss; enables the drift check (NaN disables the NaN check).
         loss_rtol: the relative loss difference above which a complete run is flagged ``numerics-drift``.
+        reported: flagopt's trial runner reported how the command ended. A job without that report failed around the
+            trial (its executor or its machine), never inside it: the configuration only reaches the command.
+        launch_error: what the executor said about such a job (submitit's or the scheduler's message).
     """
     table = load_signature_table()
     lines = [line for line in log_text.splitlines() if not any(p.search(line) for p in table.noise)]
@@ -275,6 +282,11 @@ def classify(
                     "complete; raise the limit or lower steps")  # fmt: skip
     if killed_by == "signal" or state == "CANCELLED" or s.CANCELLED in found:
         return make(s.CANCELLED, "the job was cancelled from outside (scancel or a signal to the runner)")
+    if not reported:
+        said = next((line.strip() for line in reversed(launch_error.splitlines()) if line.strip()), "")
+        return make(s.LAUNCH_FAILURE, "the job ended without a report from flagopt's trial runner (job state "
+                    f"{state or 'unknown'}): its executor or machine failed around the trial, not the configuration"
+                    + (f"; it said: {said[:300]}" if said else ""))
     if s.CRASH in found or sig is not None or (exit_code not in (0, None)) or state == "FAILED":
         hint = " (SIGKILL from outside: often the kernel's OOM killer)" if sig == signal.SIGKILL else ""
         default = f"the job failed with {_exit_text(exit_code)}{hint}"

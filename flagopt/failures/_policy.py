@@ -15,6 +15,7 @@ with ``status`` and, where ``stop_study`` is set, the study stops with a report 
 | preemption | flake | 3 | resubmit; not the configuration's fault |
 | time-limit | failed | 1 | retry once (a slow start or queue hiccup), then failed |
 | cancelled | cancelled | 0 | someone cancelled it on purpose |
+| launch-failure | flake | 2 | the runner never reported: the executor or the machine, not the configuration |
 | benign-exit | ok | 0 | the window is complete: a success |
 | numerics-nan | failed | 0 | |
 | numerics-drift | ok | 0 | a success, flagged for review |
@@ -70,6 +71,7 @@ HANDLING: Mapping[str, Handling] = MappingProxyType(
         s.PREEMPTION: _h(3, "flake"),
         s.TIME_LIMIT: _h(1, "failed"),
         s.CANCELLED: _h(0, "cancelled"),
+        s.LAUNCH_FAILURE: _h(2, "flake"),
         s.BENIGN_EXIT: _h(0, "ok", success=True),
         s.NUMERICS_NAN: _h(0, "failed"),
         s.NUMERICS_DRIFT: _h(0, "ok", success=True, flagged=True),

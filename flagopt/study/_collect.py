@@ -90,6 +90,8 @@ def collect(space: Space, result: JobResult, *, baselines: Sequence[stats.Run], 
         # a configuration fails on numerics only where the deployed one does not.
         reference_loss=reference_loss,
         loss_rtol=space.numerics.tolerance if space.numerics.tolerance is not None else math.inf,
+        reported=rank0 is not None,
+        launch_error=result.error,
     )
     if failure is None and steady is None:
         failure = failures.Failure("incomplete", window_error or parse_error or "no steady-state window", (), {})
