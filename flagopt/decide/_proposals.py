@@ -1,12 +1,15 @@
-"""What the effects model proposes beyond single settings: the combination, add-one and move-one variants around the
-best configuration (a numeric setting moved to its neighbour, a categorical one swapped for a close rival), whether
-one is worth a run, and a failed proposal mended (statistics.md §9, §10)."""
+"""What the effects model proposes beyond single settings: the combination, a balanced design of a winner's
+companions, add-one and move-one variants around the best configuration (a numeric setting moved to its neighbour, a
+categorical one swapped for a close rival), whether one is worth a run, and a failed proposal mended (statistics.md
+§9, §10)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from scipy.linalg import hadamard
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
@@ -25,6 +28,12 @@ MAX_MODEL_PROPOSALS = 3
 #: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
 #: standard errors of zero are still tried on top of it (optimism under uncertainty).
 OPTIMISM_SE = 1.0
+#: The companions of a confirmed winner in its balanced design: the settings it does not set whose best value is
+#: within this many standard errors of zero or above (a +0.5 % setting measured once at -2 % is still in).
+COMPANION_SE = 2.0
+#: At most this many companions (an 8-run two-level design), the largest pooled effects first; and its runs a study.
+MAX_COMPANIONS = 7
+MAX_COMPANION_RUNS = 8
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
 #: one swapped for a close rival): a short line search, bounded like the model's proposals.
 MAX_MOVES = 3
@@ -61,6 +70,33 @@ class Proposals:
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))
+
+    def companion_rows(self, model: EffectsModel, leader: Arm, blames: Sequence[Blame],
+                       records: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
+        """The rows of a two-level balanced design (Hadamard, 4 or 8 runs) over the winner's companions: each row
+        the settings to add to ``leader``, with the design's size; empty once the study ran ``MAX_COMPANION_RUNS``.
+
+        Each run of it informs every companion's pooled effect (variance 4 sigma^2 / N each, against 2 sigma^2 for one
+        add-one run against a control), and its contrasts are within one block of time, so a control that came out
+        high shifts every row alike. The add-one that follows takes the companions the pooled effects then favour.
+
+        Three companions take ``hadamard(4)``: one row adds all three, each of the others one of them; four to seven
+        take ``hadamard(8)``: one row adds all, each of the others three.
+        """
+        if sum(1 for r in records if r.attrs.get("design") == "companions" and not r.stopped_with_driver) \
+                >= MAX_COMPANION_RUNS:
+            return []
+        base = design.settings_of_record(self.space, leader.first.attrs.get("settings") or {})
+        names = {p.name for p in self.space.params}
+        found = [(effect, name, value) for name, (value, effect, se) in model.best_values().items()
+                 if name in names and name not in base and effect + COMPANION_SE * se > 0.0
+                 and blamed_by(blames, {**base, name: value}) is None]
+        factors = [(name, value) for _, name, value in sorted(found, key=lambda f: -f[0])[:MAX_COMPANIONS]]
+        if len(factors) < 2:
+            return []  # one companion is the add-one variant's question
+        size = 4 if len(factors) <= 3 else 8
+        signs = hadamard(size)[:, 1:len(factors) + 1]
+        return [({n: v for (n, v), sign in zip(factors, row) if sign > 0}, size) for row in signs]
 
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                   records: Sequence[RunRecord]) -> tuple[str, Any] | None:

@@ -99,6 +99,17 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
+        if leader is not None and model is not None:
+            # The winner's small companions (+0.3-0.8 % each, under one run's noise) in a balanced design on top of
+            # it: every run informs every companion, where one add-one run per setting told them apart no better
+            # than its probe did (sixth-session note).
+            rows = self.companion_rows(model, leader, blames, records)
+            for i, (extra, size) in enumerate(rows):
+                config = fresh({**design.settings_of_record(space, leader.first.attrs.get("settings") or {}), **extra},
+                               f"{leader.label} + companions {i + 1}/{size}: " + ", ".join(
+                                   design.probe_label(space.param(n), v) for n, v in extra.items()))
+                if config is not None:
+                    return config, f"a balanced design of the companions of {leader.label}", "companions"
         anchor = leader or self.contender(arms)
         settings, anchor_label = {}, ""
         if anchor is not None:
