@@ -141,8 +141,12 @@ class LocalExecutor(BaseExecutor):
             return LocalTrialJob(self._executor.submit(run_trial, launch))
 
     def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
+        folder = self.job_folder(job_id)
+        return AttachedLocalJob(folder, job_id) if folder is not None else None
+
+    def job_folder(self, job_id: str) -> Path | None:
+        """Where submitit keeps job ``job_id``'s files: the flat folder, or ``<folder>/<job_id>/`` for a study started
+        before it; ``None`` when neither has them."""
         if (self.folder / job_id).is_dir():
-            return AttachedLocalJob(self.folder / job_id, job_id)  # a study started before the flat folder
-        if not (self.folder / f"{job_id}_submitted.pkl").exists():
-            return None
-        return AttachedLocalJob(self.folder, job_id)
+            return self.folder / job_id
+        return self.folder if (self.folder / f"{job_id}_submitted.pkl").exists() else None

@@ -145,8 +145,8 @@ class SlurmStepsExecutor(LocalExecutor):
         return StepsTrialJob(self._executor.submit(run_steps, argv, str(work)))
 
     def attach(self, job_id: str, launch: TrialLaunch) -> TrialJob | None:
-        folder = self.folder / job_id
-        return AttachedStepsJob(folder, job_id) if folder.exists() else None
+        folder = self.job_folder(job_id)
+        return AttachedStepsJob(folder, job_id) if folder is not None else None
 
     def describe(self) -> dict[str, object]:
         s = self.settings
