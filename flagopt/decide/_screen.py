@@ -104,8 +104,9 @@ class Screen(Proposals):
             # it: every run informs every companion, where one add-one run per setting told them apart no better
             # than its probe did (sixth-session note).
             rows = self.companion_rows(model, leader, blames, records)
+            base = design.settings_of_record(space, leader.first.attrs.get("settings") or {}) if rows else {}
             for i, (extra, size) in enumerate(rows):
-                config = fresh({**design.settings_of_record(space, leader.first.attrs.get("settings") or {}), **extra},
+                config = fresh({**base, **extra},
                                f"{leader.label} + companions {i + 1}/{size}: " + ", ".join(
                                    design.probe_label(space.param(n), v) for n, v in extra.items()))
                 if config is not None:

@@ -73,11 +73,7 @@ class Asking:
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
             params = {p.name: trial.params[names[p.name]] for p in sampled}
-            # Only what differs from the deployed job is set: a sampled point equal to a probe joins its arm.
-            changed = changed_settings(self.space, params, self.planner.deployed)
-            config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")
-            tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-            hit = sorted(tokens & excluded)
+            changed, config, hit = self._point(params, excluded)
             blame = blamed_by(blames, changed)
             if not hit and blame is None and changed:
                 unmeasured = self._unmeasured_point(sampled, names, dists, measured | {config.config_key}, excluded,
@@ -106,14 +102,18 @@ class Asking:
                                  f"({', '.join(sorted(excluded) + [b.sentence() for b in blames])}); "
                                  "remove them from the space")
 
-    def _runnable_unmeasured(self, params: dict[str, Any], measured: set[str], excluded: set[str],
-                             blames: list[Blame]) -> bool:
+    def _point(self, params: dict[str, Any], excluded: set[str]) -> tuple[dict[str, Any], TrialConfig, list[str]]:
+        """A sampled point's settings (only what differs from the deployed job: a point equal to a probe joins its
+        arm), its configuration, and the flag tokens it renders that the installed XLA rejected."""
         changed = changed_settings(self.space, params, self.planner.deployed)
         config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")
-        if not changed or config.config_key in measured or blamed_by(blames, changed) is not None:
-            return False
         tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-        return not tokens & excluded
+        return changed, config, sorted(tokens & excluded)
+
+    def _runnable_unmeasured(self, params: dict[str, Any], measured: set[str], excluded: set[str],
+                             blames: list[Blame]) -> bool:
+        changed, config, hit = self._point(params, excluded)
+        return bool(changed) and not hit and config.config_key not in measured and blamed_by(blames, changed) is None
 
     def _unmeasured_point(self, sampled: tuple[Param, ...], names: dict[str, str], dists: dict[str, Any],
                           measured: set[str], excluded: set[str], blames: list[Blame]) -> dict[str, Any] | None:
