@@ -48,15 +48,11 @@ class Asking:
             if p.choices is None or not excluded:
                 out.append(p)
                 continue
-            kept = tuple(v for v in p.choices if not self._rejected({p.name: v}, excluded))
+            kept = tuple(v for v in p.choices if not self._rejected(
+                config_of_settings(self.space, {p.name: v}, kind="sampled", profile="sampled"), excluded))
             if any(not same_value(p, v, self.planner.deployed.get(p.name)) for v in kept):
                 out.append(p if kept == p.choices else replace(p, choices=kept))
         return tuple(out)
-
-    def _rejected(self, settings: dict[str, Any], excluded: set[str]) -> bool:
-        config = config_of_settings(self.space, settings, kind="sampled", profile="sampled")
-        tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-        return bool(tokens & excluded)
 
     def _sample_plan(self) -> Plan | Verdict | None:
         excluded = self._excluded()
@@ -73,7 +69,8 @@ class Asking:
         for _ in range(MAX_RESAMPLES):
             trial = self.study.ask(fixed_distributions=dists)
             params = {p.name: trial.params[names[p.name]] for p in sampled}
-            changed, config, hit = self._point(params, excluded)
+            changed, config = self._point(params)
+            hit = self._rejected(config, excluded)
             blame = blamed_by(blames, changed)
             if not hit and blame is None and changed:
                 unmeasured = self._unmeasured_point(sampled, names, dists, measured | {config.config_key}, excluded,
@@ -102,18 +99,23 @@ class Asking:
                                  f"({', '.join(sorted(excluded) + [b.sentence() for b in blames])}); "
                                  "remove them from the space")
 
-    def _point(self, params: dict[str, Any], excluded: set[str]) -> tuple[dict[str, Any], TrialConfig, list[str]]:
+    def _point(self, params: dict[str, Any]) -> tuple[dict[str, Any], TrialConfig]:
         """A sampled point's settings (only what differs from the deployed job: a point equal to a probe joins its
-        arm), its configuration, and the flag tokens it renders that the installed XLA rejected."""
+        arm) and its configuration."""
         changed = changed_settings(self.space, params, self.planner.deployed)
-        config = config_of_settings(self.space, changed, kind="sampled", profile="sampled")
+        return changed, config_of_settings(self.space, changed, kind="sampled", profile="sampled")
+
+    def _rejected(self, config: TrialConfig, excluded: set[str]) -> list[str]:
+        """The flag tokens ``config`` renders that the installed XLA rejected."""
         tokens = set(render(self.space, config, inherited={}, default_of=self.default_of).xla_flags.split())
-        return changed, config, sorted(tokens & excluded)
+        return sorted(tokens & excluded)
 
     def _runnable_unmeasured(self, params: dict[str, Any], measured: set[str], excluded: set[str],
                              blames: list[Blame]) -> bool:
-        changed, config, hit = self._point(params, excluded)
-        return bool(changed) and not hit and config.config_key not in measured and blamed_by(blames, changed) is None
+        # the cheap checks first: rendering is the costliest, and up to UNMEASURED_DRAWS points are checked
+        changed, config = self._point(params)
+        return bool(changed) and config.config_key not in measured and blamed_by(blames, changed) is None \
+            and not self._rejected(config, excluded)
 
     def _unmeasured_point(self, sampled: tuple[Param, ...], names: dict[str, str], dists: dict[str, Any],
                           measured: set[str], excluded: set[str], blames: list[Blame]) -> dict[str, Any] | None:
