@@ -34,6 +34,9 @@ COMPANION_SE = 2.0
 #: At most this many companions (an 8-run two-level design), the largest pooled effects first; and its runs a study.
 MAX_COMPANIONS = 7
 MAX_COMPANION_RUNS = 8
+#: The design label of the balanced screen's rows (before any winner), and of the winner's companions' rows.
+BALANCED = "balanced"
+COMPANIONS = "companions"
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
 #: one swapped for a close rival): a short line search, bounded like the model's proposals.
 MAX_MOVES = 3
@@ -83,10 +86,17 @@ class Proposals:
         Three companions take ``hadamard(4)``: one row adds all three, each of the others one of them; four to seven
         take ``hadamard(8)``: one row adds all, each of the others three.
         """
-        if sum(1 for r in records if r.attrs.get("design") == "companions" and not r.stopped_with_driver) \
+        base = design.settings_of_record(self.space, leader.first.attrs.get("settings") or {})
+        return self.design_rows(model, base, blames, records, label=COMPANIONS)
+
+    def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
+                    records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
+        """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
+        ``base`` does not set, each at its best value or left deployed; empty once the study ran
+        ``MAX_COMPANION_RUNS`` runs of design ``label``."""
+        if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
                 >= MAX_COMPANION_RUNS:
             return []
-        base = design.settings_of_record(self.space, leader.first.attrs.get("settings") or {})
         names = {p.name for p in self.space.params}
         found = [(effect, name, value) for name, (value, effect, se) in model.best_values().items()
                  if name in names and name not in base and effect + COMPANION_SE * se > 0.0

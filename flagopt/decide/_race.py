@@ -11,6 +11,7 @@ from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._design import settings_of_record
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan, seconds_per_run, settings_set
+from flagopt.decide._proposals import BALANCED
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space
 
@@ -135,6 +136,8 @@ class Race:
                 continue  # the runs in flight are expected to settle it: another would be wasted
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue
+            if arm.first.attrs.get("design") == BALANCED:
+                continue  # a row of the balanced screen informs the effects; the model's next combination carries it
             if top is not None and arm is not top and arm.n < noise.min_runs \
                     and est.gain >= top.estimate.gain - self._sigma / math.sqrt(arm.n):
                 # Racing for the best, not only against the bars: a configuration measured above the best confirmed

@@ -1,0 +1,109 @@
+"""The balanced screen (issue 25 item 2: balanced designs where they pay).
+
+Before any winner, once the first combination has run and no configuration is near the win bar, the settings the
+one-factor probes have not ruled out run in the rows of a two-level Hadamard design: every row informs every one of
+their effects. The rows are not raced (the model's next combination carries what they found), and no null verdict is
+drawn while a row is still to run (rand-below ended `null` with half its rows unrun and its +2 % setting measured once).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.space import load_space
+
+SPACE = """
+    name: m
+    command: [python, -c, pass]
+    params:
+      ag: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+      rs: {xla: xla_gpu_enable_pipelined_reduce_scatter, choices: [true]}
+      ar: {xla: xla_gpu_enable_pipelined_all_reduce, choices: [true]}
+      p2p: {xla: xla_gpu_enable_pipelined_p2p, choices: [true]}
+      dbuf: {xla: xla_gpu_enable_while_loop_double_buffering, choices: [true]}
+      proto: {env: NCCL_PROTO, choices: [Simple]}
+    stop: {max_null: 7}
+"""
+FACTORS = ("ag", "rs", "ar", "p2p", "dbuf")
+
+
+def run(space, number, settings, value, *, design="probe"):
+    config = config_of_settings(space, settings, kind="probe", profile="p")
+    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
+    kind = "probe" if settings else "baseline-deployed"
+    return RunRecord(number, kind, "p" if settings else kind, config.config_key if settings else "", "ok",
+                     value, float(number), None, attrs=attrs)
+
+
+def screened(tmp_path, probe_values, combination):
+    """Controls, one probe per setting (``probe_values``: name -> tokens/s over a deployed 100), NCCL_PROTO=Simple
+    at -6 % (ruled out), and the combination of the five settings measured once at ``combination``."""
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    space = load_space(path)
+    runs = [({}, 100.0, "probe")] + [({n: True}, v, "probe") for n, v in probe_values.items()]
+    runs += [({}, 100.1, "probe"), ({"proto": "Simple"}, 94.0, "probe"),
+             ({n: True for n in FACTORS}, combination, "combination"), ({}, 99.9, "probe")]
+    records = [run(space, i, settings, value, design=design) for i, (settings, value, design) in enumerate(runs)]
+    planner = Planner(space)
+    planner._sigma = 0.01
+    return space, planner, records
+
+
+def design_rows(space, planner, records, value=100.5):
+    """Run the balanced screen's rows as the planner proposes them (each measured at ``value``)."""
+    rows = []
+    for _ in range(10):
+        planner._model = planner.model(records)
+        arms = arms_of(records, space.noise)
+        step = planner.next_screen(records, arms, [], None)
+        if step is None or step[2] != "balanced":
+            break
+        settings = settings_of_record(space, step[0].settings())
+        rows.append(frozenset(settings))
+        records.append(run(space, len(records), settings, value, design="balanced"))
+    return rows
+
+
+def test_the_settings_not_ruled_out_run_in_a_balanced_design_after_the_combination(tmp_path):
+    """Five +0.4 to +1 % settings measured once each (under 1 % noise), one at -6 %: the five run in an 8-run
+    two-level design, each set in four of its eight rows; the -6 % one in none."""
+    space, planner, records = screened(tmp_path, {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5,
+                                                  "dbuf": 100.4}, combination=102.5)
+    rows = design_rows(space, planner, records)
+    # two of its eight rows ran already: all five (the combination), and the largest alone (its probe)
+    assert len(rows) == 6 and len(set(rows)) == 6
+    full = rows + [frozenset(FACTORS), frozenset({"ag"})]
+    assert all(sum(name in row for row in full) == 4 for name in FACTORS)
+    assert all(len(row) >= 2 and row <= set(FACTORS) for row in rows)
+    # its rows inform the effects, they are not raced for themselves
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    assert not [a for a in planner.candidates(arms, []) if a.first.attrs.get("design") == "balanced"]
+
+
+def test_no_balanced_screen_while_a_configuration_is_near_the_win_bar(tmp_path):
+    """A combination measured at +7 %: the race confirms it, no design runs first."""
+    space, planner, records = screened(tmp_path, {"ag": 103.0, "rs": 101.5, "ar": 101.0, "p2p": 100.5,
+                                                  "dbuf": 100.4}, combination=107.0)
+    planner._model = planner.model(records)
+    step = planner.next_screen(records, arms_of(records, space.noise), [], None)
+    assert step is None or step[2] != "balanced"
+
+
+def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
+    """Nothing matters (every run within 0.3 % of the deployed job) and seven distinct configurations are measured
+    (max_null 7): the null verdict waits for the design's rows, and comes once they are in."""
+    space, planner, records = screened(tmp_path, {"ag": 100.2, "rs": 99.9, "ar": 100.1, "p2p": 99.8,
+                                                  "dbuf": 100.0}, combination=100.1)
+    planner._model = planner.model(records)
+    assert planner.balanced_pending(records, arms_of(records, space.noise))
+    assert planner.stop_verdict(records, arms_of(records, space.noise)) is None
+    rows = design_rows(space, planner, records, value=100.0)
+    assert rows
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    assert not planner.balanced_pending(records, arms)
+    verdict = planner.stop_verdict(records, arms)
+    assert verdict is not None and verdict.reason == "null", verdict
