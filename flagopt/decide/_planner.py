@@ -45,6 +45,7 @@ class Planner(Screen, Race, Stopping):
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
         self.deployed = design.deployed_values(space, default_of)
         self._model: EffectsModel | None = None
+        self._balanced: tuple[int | None, list[tuple[dict[str, Any], int]]] | None = None
 
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan], *,

@@ -23,6 +23,7 @@ class Screen(Proposals):
     deployed: dict[str, str | None]
     _sigma: float
     _model: EffectsModel | None
+    _balanced: tuple[int | None, list[tuple[dict[str, Any], int]]] | None  # the balanced screen: first row, rows
 
     def blames(self, records: Sequence[RunRecord]) -> list[Blame]:
         return blame_failures(self.space, records, self.deployed)
@@ -189,20 +190,39 @@ class Screen(Proposals):
         in docs/benchmark-decisions.md (tenth-session note): within 1 % of the true best, mean of the nine
         landscapes with a winner, 88.5 -> 91.9 % on seeds 0-29 and 91.9 -> 93.0 % on 1000+, with no more runs.
         """
-        model = self._model
-        if model is None or self.contender(arms) is not None \
+        if self._model is None or self.contender(arms) is not None \
                 or not any(r.attrs.get("design") == "combination" and r.ok for r in records):
             return None
-        names = {p.name for p in self.space.params}
-        sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
-        for i, (extra, size) in enumerate(self.design_rows(model, sure, blames, records, label=BALANCED)):
-            settings = {**sure, **extra}
+        for i, (settings, size) in enumerate(self._balanced_rows(records, blames)):
             label = f"balanced screen {i + 1}/{size}: " + ", ".join(
                 design.probe_label(self.space.param(n), v) for n, v in settings.items())
             config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
             if settings and config.config_key not in tried and blamed_by(blames, settings) is None:
                 return config, "a balanced design of the settings the probes have not ruled out", BALANCED
         return None
+
+    def _balanced_rows(self, records: Sequence[RunRecord], blames: Sequence[Blame]) -> list[tuple[dict[str, Any], int]]:
+        """The balanced screen's rows (each row's settings, the design's size), fixed once its first row is run.
+
+        Each decision re-fits the model, and a design re-drawn from every fit changed its factors under its own
+        rows (on four slots, null studies ran rows of three designs and 44 runs instead of 37). A resumed study
+        draws it again from the runs before its first row.
+        """
+        first = next((r.number for r in records if r.attrs.get("design") == BALANCED), None)
+        cached = self._balanced
+        if cached is not None and cached[0] in (first, None):
+            self._balanced = (first, cached[1])
+            return cached[1]
+        model = self._model if first is None else self.model([r for r in records if r.number < first])
+        if model is None:
+            return []
+        names = {p.name for p in self.space.params}
+        sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
+        rows = [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, records,
+                                                                             label=BALANCED)]
+        if first is not None or rows:
+            self._balanced = (first, rows)
+        return rows
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
