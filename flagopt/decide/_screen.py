@@ -100,8 +100,9 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
-        if leader is None and not proposals_in_flight:
-            row = self.balanced_row(records, arms, blames, tried)
+        if leader is None and (ahead or not proposals_in_flight):
+            # ahead of a combination still running (several slots): its rows need not wait for it
+            row = self.balanced_row(records, arms, blames, tried, ahead=ahead and bool(proposals_in_flight))
             if row is not None:
                 return row
         if leader is not None and model is not None:
@@ -176,22 +177,22 @@ class Screen(Proposals):
         return None
 
     def balanced_row(self, records: Sequence[RunRecord], arms: Sequence[Arm], blames: Sequence[Blame],
-                     tried: set[str]) -> tuple[TrialConfig, str, str] | None:
+                     tried: set[str], *, ahead: bool = False) -> tuple[TrialConfig, str, str] | None:
         """The next row of the balanced screen: ``(config, reason, design)``, or ``None`` when it is done or not due.
 
-        After the first combination, while no configuration is near the win bar (no contender), the one-factor
+        After the first combination (``ahead``: while it is still running on another slot), while no configuration
+        is near the win bar (no contender), the one-factor
         probes have left each setting's effect to about two runs. Where the best is several +0.3-2 % settings
         (rand-below, below5, h200x2, pair before its pair is found), those single comparisons cannot tell them
         apart and the combination is built from noise. A two-level Hadamard design over each param's best value not
         ruled out (up to seven, eight runs; the settings the model is sure of held in every row) measures every
         such effect in every run, with variance 4 sigma^2 / N against 2 sigma^2 for a probe against a control, in the
         company of the others. Its rows inform the effects model; they are not raced themselves (the model's next
-        combination carries what they found), and no null verdict is drawn while the design is unfinished. Measured
-        in docs/benchmark-decisions.md (tenth-session note): within 1 % of the true best, mean of the nine
-        landscapes with a winner, 88.5 -> 91.9 % on seeds 0-29 and 91.9 -> 93.0 % on 1000+, with no more runs.
+        combination carries what they found), and no null verdict is drawn while the design is unfinished.
+        Measured in docs/benchmark-decisions.md (tenth-session note).
         """
         if self._model is None or self.contender(arms) is not None \
-                or not any(r.attrs.get("design") == "combination" and r.ok for r in records):
+                or not (ahead or any(r.attrs.get("design") == "combination" and r.ok for r in records)):
             return None
         for i, (settings, size) in enumerate(self._balanced_rows(records, blames)):
             label = f"balanced screen {i + 1}/{size}: " + ", ".join(

@@ -109,7 +109,8 @@ class Stopping:
         size = design.configurations(space.params, self.deployed)
         measured = sum(1 for a in distinct if a.kind != NO_ENV)
         if (len(distinct) >= stop.max_null or 0 < size and size + len(space.profiles) <= measured) and not self.candidates(arms, ()) \
-                and not self.promising_unrun(records, arms, stop.null_gain) and not self.balanced_pending(records, arms):
+                and not self.promising_unrun(records, arms, stop.null_gain) \
+                and not self.balanced_pending(records, arms):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)

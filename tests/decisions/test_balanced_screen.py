@@ -107,3 +107,32 @@ def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
     assert not planner.balanced_pending(records, arms)
     verdict = planner.stop_verdict(records, arms)
     assert verdict is not None and verdict.reason == "null", verdict
+
+
+def test_the_design_is_drawn_once_and_a_resumed_study_draws_the_same(tmp_path):
+    """After its first two rows a second run of its smallest setting comes out at +2 % (a fresh draw would now rank
+    it first, and assign the design's columns anew): the rest of the rows are still the first design's, and a new
+    planner on the same runs (a resumed study) proposes them too."""
+    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
+    space, planner, records = screened(tmp_path, probes, combination=102.5)
+    expected = design_rows(space, Planner(space), list(records))
+    rows = []
+    for i in range(len(expected)):
+        if i == 2:
+            records.append(run(space, len(records), {"dbuf": True}, 102.0, design="refine"))
+            redrawn = Planner(space)
+            redrawn._sigma = 0.01
+            redrawn._model = redrawn.model(records)
+            assert max(redrawn._model.best_values().items(), key=lambda kv: kv[1][1])[0] == "dbuf"
+            resumed = Planner(space)
+            resumed._sigma = 0.01
+            resumed._model = resumed.model(records)
+            step = resumed.next_screen(records, arms_of(records, space.noise), [], None)
+            assert step is not None and frozenset(settings_of_record(space, step[0].settings())) == expected[2]
+        planner._model = planner.model(records)
+        step = planner.next_screen(records, arms_of(records, space.noise), [], None)
+        assert step is not None and step[2] == "balanced"
+        settings = settings_of_record(space, step[0].settings())
+        rows.append(frozenset(settings))
+        records.append(run(space, len(records), settings, 100.5, design="balanced"))
+    assert rows == expected
