@@ -180,15 +180,15 @@ class Screen(Proposals):
                      tried: set[str], *, ahead: bool = False) -> tuple[TrialConfig, str, str] | None:
         """The next row of the balanced screen: ``(config, reason, design)``, or ``None`` when it is done or not due.
 
-        After the first combination (``ahead``: while it is still running on another slot), while no configuration
-        is near the win bar (no contender). The one-factor probes have left each setting's effect to about two runs:
+        Due after the first combination (``ahead``: while it still runs on another slot), while no configuration is
+        near the win bar (no contender). The one-factor probes have left each setting's effect to about two runs:
         where the best is several +0.3-2 % settings (rand-below, below5, h200x2, pair before its pair is found),
-        those single comparisons cannot tell them apart and the combination is built from noise. A two-level Hadamard design over each param's best value not
-        ruled out (up to seven, eight runs; the settings the model is sure of held in every row) measures every
-        such effect in every run, with variance 4 sigma^2 / N against 2 sigma^2 for a probe against a control, in the
-        company of the others. Its rows inform the effects model; they are not raced themselves (the model's next
-        combination carries what they found), and no null verdict is drawn while the design is unfinished.
-        Measured in docs/benchmark-decisions.md (tenth-session note).
+        those single comparisons cannot tell them apart and the combination is built from noise. A two-level
+        Hadamard design over each param's best value not ruled out (up to seven, eight runs; the settings the model
+        is sure of held in every row) measures every such effect in every run, with variance 4 sigma^2 / N against
+        2 sigma^2 for a probe against a control, in the company of the others. Its rows inform the effects model;
+        they are not raced themselves (the model's next combination carries what they found), and no null verdict
+        is drawn while the design is unfinished. Measured in docs/benchmark-decisions.md (tenth-session note).
         """
         if self._model is None or self.contender(arms) is not None \
                 or not (ahead or any(r.attrs.get("design") == "combination" and r.ok for r in records)):
