@@ -26,6 +26,10 @@ from flagopt.decide._arms import to_run
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space, render_value
 
+#: A numeric param's values are ranked on effects smoothed over their neighbours only among the values whose own
+#: effect is within this many standard errors (of the difference) of the best one.
+SMOOTH_TIE_SE = 2.0
+
 #: Kinds of runs that measure a configuration against the deployed job (not the controls or side checks).
 _MODELLED_KINDS = frozenset({"profile", "probe", "sampled", "repeat"})
 
@@ -69,8 +73,10 @@ class EffectsModel:
 
         A numeric param is chosen on its effects smoothed over neighbouring values (thresholds, microbatch counts
         and channels respond smoothly): one lucky run at a far grid point no longer beats two good neighbours
-        (oomcliff: a 64 MiB reduce-scatter threshold measured once above the 256 MiB-1 GiB plateau). The effect
-        reported is the value's own.
+        (oomcliff: a 64 MiB reduce-scatter threshold measured once above the 256 MiB-1 GiB plateau). The smoothing
+        only breaks ties: it chooses among the values within ``SMOOTH_TIE_SE`` standard errors (of the difference) of
+        the best own effect, never against a clear one (rand-win-3: an overlap limit of 3, +6.0 % +- 0.4 %, lost to 2,
+        +0.1 %, next to a -24 % cliff at 4, and went into no combination). The effect reported is the value's own.
         """
         out: dict[str, tuple[design.Scalar, float, float]] = {}
         params = {p.name: p for p in self.space.params}
@@ -78,7 +84,10 @@ class EffectsModel:
             scored = {v: self.effect(name, v) for v in values}
             param = params.get(name)
             rank = _smoothed(param, scored, self.deployed.get(name)) if param is not None else {}
-            best = max(values, key=lambda v: rank.get(v, scored[v][0]))
+            top = max(values, key=lambda v: scored[v][0])
+            near = [v for v in values if scored[v][0] >= scored[top][0] - SMOOTH_TIE_SE * math.hypot(scored[top][1],
+                                                                                                 scored[v][1])]
+            best = max(near, key=lambda v: rank.get(v, scored[v][0]))
             out[name] = (best, *scored[best])
         return out
 

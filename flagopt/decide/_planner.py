@@ -46,6 +46,8 @@ class Planner(Screen, Race, Stopping):
         self.deployed = design.deployed_values(space, default_of)
         self._model: EffectsModel | None = None
         self._balanced: tuple[int | None, list[tuple[dict[str, Any], int]]] | None = None
+        self._companions: tuple[str, int | None, list[tuple[dict[str, Any], int]]] | None = None
+        self._companions: tuple[str, int | None, list[tuple[dict[str, Any], int]]] | None = None
 
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan], *,
