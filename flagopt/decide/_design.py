@@ -139,21 +139,31 @@ def probe_values(param: Param, deployed: str | None) -> list[Scalar]:
     return out
 
 
-def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str | None) -> list[Scalar]:
+def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str | None, *,
+                  around_deployed: bool = False) -> list[Scalar]:
     """Neighbours of the best screened value of a numeric param, halfway to the grid points beside it.
 
     ``measured`` maps screened values (the deployed one included, with gain 0) to their estimated gains. Returns
-    nothing for a categorical param or when the best value is the deployed one.
+    nothing for a categorical param, and when the best value is the deployed one unless ``around_deployed``: then
+    the point halfway to its better neighbour (the response is curved there, and its peak may lie between them).
+
+    Example:
+        >>> mb = Param("mb", "args", "num_microbatches", type="int", low=4, high=64, log=True)
+        >>> refine_values(mb, {8: -0.09, 16: 0.0, 32: -0.005, 64: -0.1}, "16", around_deployed=True)
+        [23]
     """
     if param.choices is not None or len(measured) < 2:
         return []
     ordered = sorted(measured, key=float)
     best = max(ordered, key=lambda v: measured[v])
-    if same_value(param, best, deployed):
-        return []
     i = ordered.index(best)
+    sides = (i - 1, i + 1)
+    if same_value(param, best, deployed):
+        if not around_deployed:
+            return []
+        sides = (max((j for j in sides if 0 <= j < len(ordered)), key=lambda j: measured[ordered[j]]),)
     out: list[Scalar] = []
-    for j in (i - 1, i + 1):
+    for j in sides:
         if 0 <= j < len(ordered):
             a, b = float(best), float(ordered[j])
             mid = math.sqrt(a * b) if param.log and a > 0 and b > 0 else (a + b) / 2.0

@@ -16,6 +16,14 @@ from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
 
 
+#: A numeric param whose deployed value measured best is refined toward its better neighbour when one of its values
+#: measured this many run-noise sigmas, and at least ``CURVED_MIN_DROP``, below the deployed job: the param matters,
+#: and its response is curved there. A smaller drop is within a drifting job's reach (null-1042: a threshold probe
+#: 2.9 % low under 3 % drift started a refinement, a combination and a false budget claim).
+CURVED_SIGMAS = 3.0
+CURVED_MIN_DROP = 0.05
+
+
 class Screen(Proposals):
     """Part of :class:`~flagopt.decide.Planner`: the next configuration of the screen."""
 
@@ -73,7 +81,14 @@ class Screen(Proposals):
             # grid point stands out of the noise
             measured = {v: a.estimate.gain for v, a in by_param.get(param.name, {}).items()
                         if a.estimate is not None and a.first.attrs.get("design") == "probe"}
-            if not measured or max(measured.values()) < max(self._sigma, space.noise.min_effect / 2.0):
+            if not measured:
+                continue
+            stands_out = max(measured.values()) >= max(self._sigma, space.noise.min_effect / 2.0)
+            # The deployed value measured best among values that clearly matter (a microbatch count between a large
+            # bubble and a large overhead): the peak may lie between it and its better neighbour, worth one run.
+            drop = max(CURVED_SIGMAS * self._sigma, CURVED_MIN_DROP)
+            curved = min(measured.values()) < -drop and self.deployed.get(param.name) is not None
+            if not (stands_out or curved):
                 continue
             # a grid point that failed (an OOM cliff) is a neighbour too: the optimum often sits right below it
             measured.update({v: -math.inf for v in failed_grid.get(param.name, ()) if v not in measured})
@@ -82,7 +97,7 @@ class Screen(Proposals):
                     measured[float(self.deployed[param.name])] = 0.0  # type: ignore[arg-type]
                 except ValueError:
                     pass
-            for value in design.refine_values(param, measured, self.deployed.get(param.name)):
+            for value in design.refine_values(param, measured, self.deployed.get(param.name), around_deployed=curved):
                 config = fresh({param.name: value}, design.probe_label(param, value))
                 if config is not None:
                     return config, f"refining {param.name} around its best screened value", "refine"
@@ -232,7 +247,9 @@ class Screen(Proposals):
     def contender(self, arms: Sequence[Arm]) -> Arm | None:
         """Before any winner is confirmed: the best arm of several settings that could still become one."""
         floor = self.space.stop.win - self._sigma
-        multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2 and a.estimate.gain >= floor]
+        # A row of the balanced screen is one only above the bar itself, as the race takes it (Race.candidates).
+        multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2 and a.estimate.gain >= floor
+                 and (a.first.attrs.get("design") != BALANCED or a.estimate.gain >= self.space.stop.win)]
         return max(multi, key=lambda a: a.estimate.gain) if multi else None
 
     def single_setting_arms(self, arms: Sequence[Arm]) -> dict[str, dict[Any, Arm]]:

@@ -136,3 +136,23 @@ def test_the_design_is_drawn_once_and_a_resumed_study_draws_the_same(tmp_path):
         rows.append(frozenset(settings))
         records.append(run(space, len(records), settings, 100.5, design="balanced"))
     assert rows == expected
+
+
+def test_a_row_above_the_win_bar_is_raced_and_one_below_it_is_not(tmp_path):
+    """A row of the design that measures +7 % (an interaction the main effects do not show: rand-win-2 ended `null`
+    with such a row unraced) is raced like any configuration and ends the design; a row at +4.5 % (the bar less half a
+    sigma, within a lucky run's reach on the null landscape) informs the effects and the design goes on."""
+    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
+    for value, raced in ((107.0, True), (104.5, False)):
+        space, planner, records = screened(tmp_path, probes, combination=102.5)
+        planner._model = planner.model(records)
+        step = planner.next_screen(records, arms_of(records, space.noise), [], None)
+        assert step is not None and step[2] == "balanced"
+        records.append(run(space, len(records), settings_of_record(space, step[0].settings()), value,
+                           design="balanced"))
+        planner._model = planner.model(records)
+        arms = arms_of(records, space.noise)
+        rows = [a for a in planner.candidates(arms, []) if a.first.attrs.get("design") == "balanced"]
+        assert len(rows) == (1 if raced else 0)
+        step = planner.next_screen(records, arms, [], None)
+        assert (step is None or step[2] != "balanced") if raced else (step is not None and step[2] == "balanced")

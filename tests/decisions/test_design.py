@@ -98,3 +98,13 @@ def test_a_stated_default_is_the_deployed_value_and_never_probed(tmp_path):
               eigen: {{xla: xla_cpu_use_eigen, choices: [true, false] {", " + default if default else ""}}}
         """)
         assert probe_values(s.param("eigen"), deployed_values(s)["eigen"]) == probed
+
+
+def test_a_deployed_value_measured_best_is_refined_toward_its_better_neighbour_only_when_asked():
+    """A microbatch count deployed at 16 between a bubble (8: -9 %) and a flat neighbour (32: -0.5 %): the peak may lie
+    between 16 and 32, one run halfway (geometric) is worth it; the screen asks only where the param clearly matters."""
+    mb = Param("mb", "args", "num_microbatches", type="int", low=4, high=64, log=True)
+    measured = {8: -0.09, 16: 0.0, 32: -0.005, 64: -0.1}
+    assert refine_values(mb, measured, "16") == []
+    assert refine_values(mb, measured, "16", around_deployed=True) == [23]
+    assert refine_values(mb, {8: -0.09, 16: 0.0, 32: -0.12}, "16", around_deployed=True) == [11]
