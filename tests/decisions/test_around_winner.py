@@ -143,21 +143,30 @@ COMPANIONS = SPACE.replace("""      pipe: {xla: xla_gpu_enable_pipelined_all_gat
       ar: {xla: xla_gpu_enable_pipelined_all_reduce, choices: [true]}
 """)
 
+WINNER = {"overlap": 4, "proto": "Simple"}
+
+
+def companions_history(tmp_path, companions):
+    """The space of COMPANIONS (with p2p too when asked) and its runs: controls, the probes, one probe per companion
+    (``companions``: name -> tokens/s) and a winner of overlap 4 + Simple confirmed on four runs."""
+    rs = "      rs: {xla: xla_gpu_enable_pipelined_reduce_scatter, choices: [true]}\n"
+    text = COMPANIONS if "p2p" not in companions else \
+        COMPANIONS.replace(rs, rs + rs.replace("rs:", "p2p:").replace("reduce_scatter", "p2p"))
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(text))
+    runs = [({}, 100.0, "probe", "probe"), ({"overlap": 2}, 101.0, "probe", "probe"),
+            ({"overlap": 3}, 96.0, "probe", "probe"), ({"overlap": 4}, 104.6, "probe", "probe"),
+            ({"proto": "Simple"}, 102.0, "probe", "probe"), ({}, 100.1, "probe", "probe")]
+    runs += [({name: True}, value, "probe", "probe") for name, value in companions.items()]
+    runs += [(WINNER, 107.0, "combination", "probe")] + [(WINNER, v, "", "repeat") for v in (106.8, 107.2, 106.9)]
+    return load_space(path), runs + [({}, 99.9, "probe", "probe")]
+
 
 def test_the_winner_s_companions_run_in_a_balanced_design_on_top_of_it(tmp_path):
     """Three settings beside a confirmed winner, measured once each under 1 % noise: +0.3 %, -0.2 % (neither ruled
     out) and -6 % (ruled out). The two not ruled out run in the rows of a 4-run two-level design on top of the
     winner (both, each alone; the row with neither is the winner itself), the one ruled out in none."""
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(COMPANIONS))
-    space = load_space(path)
-    winner = {"overlap": 4, "proto": "Simple"}
-    runs = [({}, 100.0, "probe", "probe"), ({"overlap": 2}, 101.0, "probe", "probe"),
-            ({"overlap": 3}, 96.0, "probe", "probe"), ({"overlap": 4}, 104.6, "probe", "probe"),
-            ({"proto": "Simple"}, 102.0, "probe", "probe"), ({}, 100.1, "probe", "probe"),
-            ({"pipe": True}, 100.3, "probe", "probe"), ({"rs": True}, 99.8, "probe", "probe"),
-            ({"ar": True}, 94.0, "probe", "probe"), (winner, 107.0, "combination", "probe")]
-    runs += [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)] + [({}, 99.9, "probe", "probe")]
+    space, runs = companions_history(tmp_path, {"pipe": 100.3, "rs": 99.8, "ar": 94.0})
     records = [run(space, i, settings, value, design=design, kind=kind)
                for i, (settings, value, design, kind) in enumerate(runs)]
     planner = Planner(space)
@@ -172,7 +181,7 @@ def test_the_winner_s_companions_run_in_a_balanced_design_on_top_of_it(tmp_path)
         if step is None or step[2] != "companions":
             break
         settings = settings_of_record(space, step[0].settings())
-        rows.append(sorted(set(settings) - set(winner)))
+        rows.append(sorted(set(settings) - set(WINNER)))
         records.append(run(space, len(records), settings, 107.0, design="companions"))
     assert sorted(rows) == [["pipe"], ["pipe", "rs"], ["rs"]]
     assert step is None or step[2] != "companions"  # the design is complete; the pooled effects decide the rest
@@ -185,18 +194,7 @@ def test_the_companion_design_is_drawn_once_and_a_resumed_study_draws_the_same(t
     design's columns anew): the rest of the rows are still the first design's, and a new planner on the same runs
     (a resumed study) proposes them too. A half-run two-level design is balanced for no effect (rand-win-21: re-drawn
     under its own rows, the row that added NVLS alone, +5.6 points, was never run)."""
-    path = tmp_path / "m.yaml"
-    rs = "      rs: {xla: xla_gpu_enable_pipelined_reduce_scatter, choices: [true]}\n"
-    path.write_text(textwrap.dedent(COMPANIONS.replace(rs, rs + rs.replace("rs:", "p2p:").replace("reduce_scatter", "p2p"))))
-    space = load_space(path)
-    winner = {"overlap": 4, "proto": "Simple"}
-    runs = [({}, 100.0, "probe", "probe"), ({"overlap": 2}, 101.0, "probe", "probe"),
-            ({"overlap": 3}, 96.0, "probe", "probe"), ({"overlap": 4}, 104.6, "probe", "probe"),
-            ({"proto": "Simple"}, 102.0, "probe", "probe"), ({}, 100.1, "probe", "probe"),
-            ({"pipe": True}, 100.3, "probe", "probe"), ({"rs": True}, 99.8, "probe", "probe"),
-            ({"ar": True}, 100.1, "probe", "probe"), ({"p2p": True}, 100.0, "probe", "probe"),
-            (winner, 107.0, "combination", "probe")]
-    runs += [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)] + [({}, 99.9, "probe", "probe")]
+    space, runs = companions_history(tmp_path, {"pipe": 100.3, "rs": 99.8, "ar": 100.1, "p2p": 100.0})
 
     def start():
         return [run(space, i, settings, value, design=design, kind=kind)
@@ -224,12 +222,12 @@ def test_the_companion_design_is_drawn_once_and_a_resumed_study_draws_the_same(t
                 assert combination is not None and combination[2] == "combination"
                 combined = settings_of_record(space, combination[0].settings())
                 records.append(run(space, len(records), combined, 107.0, design="combination"))
-                ran.add(frozenset(combined) - set(winner))  # a row of the design when it adds the same settings
+                ran.add(frozenset(combined) - set(WINNER))  # a row of the design when it adds the same settings
                 resumed = step_of(Planner(space), records)
                 step = step_of(planner, records)
                 assert step is not None and resumed is not None and resumed[0].config_key == step[0].config_key
             settings = settings_of_record(space, step[0].settings())
-            rows.append(frozenset(settings) - set(winner))
+            rows.append(frozenset(settings) - set(WINNER))
             records.append(run(space, len(records), settings, 107.0, design="companions"))
         return rows, ran
 
