@@ -141,8 +141,8 @@ class Race:
                 # the win bar is raced like any configuration: it is a contender, which ends the design, and the
                 # model reads an interaction the row alone shows as that row's own (rand-win-2: a row measured +6.6 %,
                 # true +6.6 %, from a pair the main effects put below zero; the study ended `null` two runs later).
-                # Not from the bar less a sigma: on the null landscape a lucky row at +4 % kept 2 of 50 studies from
-                # their null verdict.
+                # Not from the bar less a sigma: on the null landscape a lucky row at +4 % was raced, and the study ran
+                # to the budget instead of its null verdict (held-out null-1022).
                 continue
             if top is not None and arm is not top and arm.n < noise.min_runs \
                     and est.gain >= top.estimate.gain - self._sigma / math.sqrt(arm.n):
