@@ -15,6 +15,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, runs_used
 from flagopt.decide._race import Race
@@ -45,9 +46,7 @@ class Planner(Screen, Race, Stopping):
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision
         self.deployed = design.deployed_values(space, default_of)
         self._model: EffectsModel | None = None
-        self._balanced: tuple[int | None, list[tuple[dict[str, Any], int]]] | None = None
-        self._companions: tuple[str, int | None, list[tuple[dict[str, Any], int]]] | None = None
-        self._companions: tuple[str, int | None, list[tuple[dict[str, Any], int]]] | None = None
+        self._designs: dict[str, FixedDesign] = {}  # the balanced designs drawn so far, by label
 
     # -- the decision -------------------------------------------------------------------------------------------
     def next(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan], *,

@@ -1,5 +1,5 @@
-"""What the effects model proposes beyond single settings: the combination, a balanced design of a winner's
-companions, add-one and move-one variants around the best configuration (a numeric setting moved to its neighbour, a
+"""What the effects model proposes beyond single settings: the combination (a winner's companions in a balanced
+design: _balanced.py), add-one and move-one variants around the best configuration (a numeric setting moved to its neighbour, a
 categorical one swapped for a close rival), whether one is worth a run, and a failed proposal mended (statistics.md
 §9, §10)."""
 
@@ -9,10 +9,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scipy.linalg import hadamard
-
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
+from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan
@@ -28,30 +27,19 @@ MAX_MODEL_PROPOSALS = 3
 #: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
 #: standard errors of zero are still tried on top of it (optimism under uncertainty).
 OPTIMISM_SE = 1.0
-#: The companions of a confirmed winner in its balanced design: the settings it does not set whose best value is
-#: within this many standard errors of zero or above (a +0.5 % setting measured once at -2 % is still in).
-COMPANION_SE = 2.0
-#: At most this many companions (an 8-run two-level design), the largest pooled effects first; and its runs a study.
-MAX_COMPANIONS = 7
-MAX_COMPANION_RUNS = 8
-#: The design label of the balanced screen's rows (before any winner), and of the winner's companions' rows.
-BALANCED = "balanced"
-COMPANIONS = "companions"
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
 #: one swapped for a close rival): a short line search, bounded like the model's proposals.
 MAX_MOVES = 3
 
 
-class Proposals:
+class Proposals(BalancedDesigns):
     """Part of :class:`~flagopt.decide.Planner` (through the screen): the configurations the model proposes."""
 
     space: Space
     deployed: dict[str, str | None]
     _sigma: float
     _model: EffectsModel | None
-    _companions: tuple[str, int | None, list[tuple[dict[str, Any], int]]] | None  # leader, first row, rows
     blames: Callable[[Sequence[RunRecord]], list[Blame]]
-    model: Callable[[Sequence[RunRecord]], EffectsModel | None]
     single_setting_arms: Callable[[Sequence[Arm]], dict[str, dict[Any, Arm]]]
 
     def combination(self, model: EffectsModel | None, blames: Sequence[Blame]) -> dict[str, Any]:
@@ -75,55 +63,6 @@ class Proposals:
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))
-
-    def companion_rows(self, model: EffectsModel, leader: Arm, blames: Sequence[Blame],
-                       records: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
-        """The rows of a two-level balanced design (Hadamard, 4 or 8 runs) over the winner's companions: each row
-        the settings to add to ``leader``, with the design's size; empty once the study ran ``MAX_COMPANION_RUNS``.
-
-        Each run of it informs every companion's pooled effect (variance 4 sigma^2 / N each, against 2 sigma^2 for one
-        add-one run against a control), and its contrasts are within one block of time, so a control that came out
-        high shifts every row alike. The add-one that follows takes the companions the pooled effects then favour.
-
-        Three companions take ``hadamard(4)``: one row adds all three, each of the others one of them; four to seven
-        take ``hadamard(8)``: one row adds all, each of the others three.
-
-        The design is fixed once its first row is run, as the balanced screen's: re-drawn from every fit, it lost a
-        companion under its own rows (rand-win-21: after the row that added two settings came out low, the row that
-        added NVLS alone, +5.6 points, was never run). A resumed study draws it again from the runs before that row.
-        """
-        base = design.settings_of_record(self.space, leader.first.attrs.get("settings") or {})
-        mine = [r for r in records if r.attrs.get("design") == COMPANIONS and not r.stopped_with_driver]
-        first = next((r.number for r in mine if _extends(self.space, r, base)), None)
-        cached = self._companions
-        if cached is not None and cached[0] == leader.config_key and cached[1] in (first, None):
-            self._companions = (leader.config_key, first, cached[2])
-            return cached[2] if len(mine) < MAX_COMPANION_RUNS else []
-        earlier = [r for r in records if first is None or r.number < first]
-        drawn_from = model if first is None else self.model(earlier)
-        rows = self.design_rows(drawn_from, base, blames, earlier, label=COMPANIONS) if drawn_from is not None else []
-        if first is not None or rows:
-            self._companions = (leader.config_key, first, rows)
-        return rows if len(mine) < MAX_COMPANION_RUNS else []
-
-    def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
-                    records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
-        """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
-        ``base`` does not set, each at its best value or left deployed; empty once the study ran
-        ``MAX_COMPANION_RUNS`` runs of design ``label``."""
-        if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
-                >= MAX_COMPANION_RUNS:
-            return []
-        names = {p.name for p in self.space.params}
-        found = [(effect, name, value) for name, (value, effect, se) in model.best_values().items()
-                 if name in names and name not in base and effect + COMPANION_SE * se > 0.0
-                 and blamed_by(blames, {**base, name: value}) is None]
-        factors = [(name, value) for _, name, value in sorted(found, key=lambda f: -f[0])[:MAX_COMPANIONS]]
-        if len(factors) < 2:
-            return []  # one companion is the add-one variant's question
-        size = 4 if len(factors) <= 3 else 8
-        signs = hadamard(size)[:, 1:len(factors) + 1]
-        return [({n: v for (n, v), sign in zip(factors, row) if sign > 0}, size) for row in signs]
 
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                   records: Sequence[RunRecord]) -> tuple[str, Any] | None:
@@ -280,12 +219,6 @@ class Proposals:
                     return config, f"{label} failed twice ({failure}): which of its settings fails in company?", \
                         "drop-one"
         return None
-
-
-def _extends(space: Space, record: RunRecord, base: dict[str, Any]) -> bool:
-    """Whether ``record`` set every setting of ``base`` (a row of the design on top of it)."""
-    settings = design.settings_of_record(space, record.attrs.get("settings") or {})
-    return all(name in settings and settings[name] == value for name, value in base.items())
 
 
 def _categorical(param: Param, value: Any) -> bool:

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from flagopt import stats
 from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._balanced import informs_only
 from flagopt.decide._design import settings_of_record
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan, seconds_per_run, settings_set
-from flagopt.decide._proposals import BALANCED
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space
 
@@ -136,14 +136,8 @@ class Race:
                 continue  # the runs in flight are expected to settle it: another would be wasted
             if arm.numerics_flagged and not self.space.numerics.allow:
                 continue
-            if arm.first.attrs.get("design") == BALANCED and est.gain < self.space.stop.win:
-                # A row of the balanced screen informs the effects; the model's next combination carries it. One above
-                # the win bar is raced like any configuration: it is a contender, which ends the design, and the
-                # model reads an interaction the row alone shows as that row's own (rand-win-2: a row measured +6.6 %,
-                # true +6.6 %, from a pair the main effects put below zero; the study ended `null` two runs later).
-                # Not from the bar less a sigma: on the null landscape a lucky row at +4 % was raced, and the study ran
-                # to the budget instead of its null verdict (held-out null-1022).
-                continue
+            if informs_only(arm, self.space.stop.win):
+                continue  # a row of the balanced screen informs the effects; the model's next combination carries it
             if top is not None and arm is not top and arm.n < noise.min_runs \
                     and est.gain >= top.estimate.gain - self._sigma / math.sqrt(arm.n):
                 # Racing for the best, not only against the bars: a configuration measured above the best confirmed

@@ -8,10 +8,11 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
+from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, settings_set
-from flagopt.decide._proposals import BALANCED, COMPANIONS, MODEL_DESIGNS, OPTIMISM_SE, Proposals
+from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
 
@@ -31,7 +32,6 @@ class Screen(Proposals):
     deployed: dict[str, str | None]
     _sigma: float
     _model: EffectsModel | None
-    _balanced: tuple[int | None, list[tuple[dict[str, Any], int]]] | None  # the balanced screen: first row, rows
 
     def blames(self, records: Sequence[RunRecord]) -> list[Blame]:
         return blame_failures(self.space, records, self.deployed)
@@ -217,27 +217,17 @@ class Screen(Proposals):
         return None
 
     def _balanced_rows(self, records: Sequence[RunRecord], blames: Sequence[Blame]) -> list[tuple[dict[str, Any], int]]:
-        """The balanced screen's rows (each row's settings, the design's size), fixed once its first row is run.
-
-        Each decision re-fits the model, and a design re-drawn from every fit changed its factors under its own
-        rows (on four slots, null studies ran rows of three designs and 44 runs instead of 37). A resumed study
-        draws it again from the runs before its first row.
-        """
+        """The balanced screen's rows (each row's settings, the design's size), fixed once its first row is run
+        (re-drawn from every fit, on four slots null studies ran rows of three designs and 44 runs instead of 37)."""
         first = next((r.number for r in records if r.attrs.get("design") == BALANCED), None)
-        cached = self._balanced
-        if cached is not None and cached[0] in (first, None):
-            self._balanced = (first, cached[1])
-            return cached[1]
-        model = self._model if first is None else self.model([r for r in records if r.number < first])
-        if model is None:
-            return []
         names = {p.name for p in self.space.params}
-        sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
-        rows = [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, records,
-                                                                             label=BALANCED)]
-        if first is not None or rows:
-            self._balanced = (first, rows)
-        return rows
+
+        def draw(model: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
+            sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
+            return [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, records,
+                                                                                label=BALANCED)]
+
+        return self.fixed_design(BALANCED, "", first, records, self._model, draw)
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
@@ -247,9 +237,8 @@ class Screen(Proposals):
     def contender(self, arms: Sequence[Arm]) -> Arm | None:
         """Before any winner is confirmed: the best arm of several settings that could still become one."""
         floor = self.space.stop.win - self._sigma
-        # A row of the balanced screen is one only above the bar itself, as the race takes it (Race.candidates).
         multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2 and a.estimate.gain >= floor
-                 and (a.first.attrs.get("design") != BALANCED or a.estimate.gain >= self.space.stop.win)]
+                 and not informs_only(a, self.space.stop.win)]
         return max(multi, key=lambda a: a.estimate.gain) if multi else None
 
     def single_setting_arms(self, arms: Sequence[Arm]) -> dict[str, dict[Any, Arm]]:

@@ -1,0 +1,120 @@
+"""Two-level balanced designs over the settings the effects model has not ruled out: the balanced screen's (before
+any winner) and a winner's companions' (statistics.md §9, §10). Each row informs every factor's effect; a design is
+fixed once its first row runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scipy.linalg import hadamard
+
+from flagopt.decide import _design as design
+from flagopt.decide._arms import Arm
+from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._model import EffectsModel
+from flagopt.decide._runs import RunRecord
+from flagopt.space import Space
+
+#: The companions of a confirmed winner in its balanced design: the settings it does not set whose best value is
+#: within this many standard errors of zero or above (a +0.5 % setting measured once at -2 % is still in).
+COMPANION_SE = 2.0
+#: At most this many companions (an 8-run two-level design), the largest pooled effects first; and its runs a study.
+MAX_COMPANIONS = 7
+MAX_COMPANION_RUNS = 8
+#: The design label of the balanced screen's rows (before any winner), and of the winner's companions' rows.
+BALANCED = "balanced"
+COMPANIONS = "companions"
+#: A balanced design once drawn: the configuration it is drawn on top of (its key), its first row's record number
+#: (None before that row runs), and its rows (each row's settings, the design's size).
+FixedDesign = tuple[str, int | None, list[tuple[dict[str, Any], int]]]
+
+
+class BalancedDesigns:
+    """Part of :class:`~flagopt.decide.Planner` (through the proposals): the rows of its balanced designs."""
+
+    space: Space
+    _designs: dict[str, FixedDesign]
+    model: Callable[[Sequence[RunRecord]], EffectsModel | None]
+
+    def companion_rows(self, model: EffectsModel, leader: Arm, blames: Sequence[Blame],
+                       records: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
+        """The rows of a two-level balanced design (Hadamard, 4 or 8 runs) over the winner's companions: each row
+        the settings to add to ``leader``, with the design's size; empty once the study ran ``MAX_COMPANION_RUNS``.
+
+        Each run of it informs every companion's pooled effect (variance 4 sigma^2 / N each, against 2 sigma^2 for one
+        add-one run against a control), and its contrasts are within one block of time, so a control that came out
+        high shifts every row alike. The add-one that follows takes the companions the pooled effects then favour.
+
+        Three companions take ``hadamard(4)``: one row adds all three, each of the others one of them; four to seven
+        take ``hadamard(8)``: one row adds all, each of the others three.
+
+        The design is fixed once its first row is run, as the balanced screen's: re-drawn from every fit, it lost a
+        companion under its own rows (rand-win-21: after the row that added two settings came out low, the row that
+        added NVLS alone, +5.6 points, was never run). A resumed study draws it again from the runs before that row.
+        """
+        base = design.settings_of_record(self.space, leader.first.attrs.get("settings") or {})
+        mine = [r for r in records if r.attrs.get("design") == COMPANIONS and not r.stopped_with_driver]
+        if len(mine) >= MAX_COMPANION_RUNS:
+            return []
+        first = next((r.number for r in mine if _extends(self.space, r, base)), None)
+
+        def draw(drawn_from: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
+            return self.design_rows(drawn_from, base, blames, earlier, label=COMPANIONS)
+
+        return self.fixed_design(COMPANIONS, leader.config_key, first, records, model, draw)
+
+    def fixed_design(self, label: str, key: str, first: int | None, records: Sequence[RunRecord],
+                     model: EffectsModel | None,
+                     draw: Callable[[EffectsModel, Sequence[RunRecord]], list[tuple[dict[str, Any], int]]]
+                     ) -> list[tuple[dict[str, Any], int]]:
+        """The rows of design ``label`` (for ``key``: the configuration it is drawn on top of), fixed once its
+        first row (record number ``first``) is run.
+
+        Each decision re-fits the model, and a design re-drawn from every fit changes its factors under its own
+        rows. Until its first row runs it is drawn from ``model``; a resumed study (nothing cached) draws it again
+        with the model of the runs before that row, so it gets the same rows.
+        """
+        cached = self._designs.get(label)
+        if cached is not None and cached[0] == key and cached[1] in (first, None):
+            self._designs[label] = (key, first, cached[2])
+            return cached[2]
+        earlier = [r for r in records if first is None or r.number < first]
+        drawn_from = model if first is None else self.model(earlier)
+        rows = draw(drawn_from, earlier) if drawn_from is not None else []
+        if first is not None or rows:
+            self._designs[label] = (key, first, rows)
+        return rows
+
+    def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
+                    records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
+        """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
+        ``base`` does not set, each at its best value or left deployed; empty once the study ran
+        ``MAX_COMPANION_RUNS`` runs of design ``label``."""
+        if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
+                >= MAX_COMPANION_RUNS:
+            return []
+        names = {p.name for p in self.space.params}
+        found = [(effect, name, value) for name, (value, effect, se) in model.best_values().items()
+                 if name in names and name not in base and effect + COMPANION_SE * se > 0.0
+                 and blamed_by(blames, {**base, name: value}) is None]
+        factors = [(name, value) for _, name, value in sorted(found, key=lambda f: -f[0])[:MAX_COMPANIONS]]
+        if len(factors) < 2:
+            return []  # one companion is the add-one variant's question
+        size = 4 if len(factors) <= 3 else 8
+        signs = hadamard(size)[:, 1:len(factors) + 1]
+        return [({n: v for (n, v), sign in zip(factors, row) if sign > 0}, size) for row in signs]
+
+
+def informs_only(arm: Arm, win: float) -> bool:
+    """Whether ``arm`` is a row of the balanced screen below the win bar ``win``: it informs the effects, it is
+    neither raced nor a contender (one above the bar is both: rand-win-2 ended `null` with a row at +6.6 %, true
+    +6.6 %, never re-run). Not from the bar less a sigma, as other contenders: on the null landscape a lucky row at
+    +4 % was raced, and the study ran to the budget instead of its null verdict (held-out null-1022)."""
+    return arm.first.attrs.get("design") == BALANCED and arm.estimate is not None and arm.estimate.gain < win
+
+
+def _extends(space: Space, record: RunRecord, base: dict[str, Any]) -> bool:
+    """Whether ``record`` set every setting of ``base`` (a row of the design on top of it)."""
+    settings = design.settings_of_record(space, record.attrs.get("settings") or {})
+    return all(name in settings and settings[name] == value for name, value in base.items())
