@@ -120,7 +120,10 @@ def test_the_same_study_on_mariadb_and_on_sqlite_stores_the_same_runs(fresh_db, 
 
 
 def test_readers_and_the_dashboard_read_a_study_on_the_server(fresh_db, tmp_path, capsys):
-    space = slow_space(tmp_path, step_s=0.0, max_trials=5)
+    # Six runs, so that tree's lower bound is clear of zero and the report carries the export command: after five
+    # it came out between +0.0 % and +1.9 % from run to run (the runs' times place the drift between the controls),
+    # and at 0 in one run of three on the CI machine, with no winner to export.
+    space = slow_space(tmp_path, step_s=0.0, max_trials=6)
     assert run_driver(space, fresh_db, tmp_path / "artifacts").returncode == 0
     password = PASSWORD.search(fresh_db).group(1)
 
