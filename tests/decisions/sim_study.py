@@ -14,9 +14,10 @@ from flagopt.study import Progress, StudyRunner, Verdict
 from flagopt.workloads.sim import Landscape
 
 
-def run_study(land: Landscape, tmp_path: Path, seed: int, **options) -> tuple[StudyRunner, Verdict | None]:
+def run_study(land: Landscape, tmp_path: Path, seed: int, *, max_trials: int = 60,
+              **options) -> tuple[StudyRunner, Verdict | None]:
     """Run the study of ``land`` (``options`` merged into its space file) to its verdict."""
-    space = write_space(land, seed, tmp_path, max_trials=60, **options)
+    space = write_space(land, seed, tmp_path, max_trials=max_trials, **options)
     executor = SimExecutor(tmp_path / "jobs", base_env=clean_environment(land))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
