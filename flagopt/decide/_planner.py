@@ -102,17 +102,19 @@ class Planner(Screen, Race, Stopping):
 
         leader = self.leader(arms)
         phase = {"phase": "refine"} if leader is not None else {}
-        if leader is None and BASELINE not in here and runs_used(records) == self.max_trials - 1 \
-                and not ends_on_control(records, slot):
-            # The budget's last run brackets the runs before it: after the last control their drift is extrapolated,
-            # and a budget pick re-run there read 1-2 points high (rand-below-2011: +5.05 % claimed, true +2.9 %).
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
-                        repeat_of=ok_baselines[0].number)
         # Enough distinct configurations for a null verdict: settle the open ones (on every free slot at once)
         # rather than sample new ones, each of which could open another race.
         closing = leader is None and sum(1 for a in arms if a.estimate is not None) >= space.stop.max_null
         racing = self.candidates(arms, in_flight, slot=slot, closing=closing)
         confirming = self.spread(racing, in_flight, slot, slots)
+        if leader is None and BASELINE not in here and runs_used(records) == self.max_trials - 1 \
+                and not ends_on_control(records, slot) \
+                and not any(a.estimate.lo >= space.stop.win for a in confirming):
+            # The budget's last run brackets the runs before it: after the last control their drift is extrapolated,
+            # and a budget pick re-run there read 1-2 points high (rand-below-2011: +5.05 % claimed, true +2.9 %).
+            # Not when an arm already measures above the win bar and this run may confirm it.
+            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
+                        repeat_of=ok_baselines[0].number)
         chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
         screen_open = screen is not None or self.screen_in_flight(in_flight)
