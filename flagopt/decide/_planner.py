@@ -107,14 +107,6 @@ class Planner(Screen, Race, Stopping):
         closing = leader is None and sum(1 for a in arms if a.estimate is not None) >= space.stop.max_null
         racing = self.candidates(arms, in_flight, slot=slot, closing=closing)
         confirming = self.spread(racing, in_flight, slot, slots)
-        if leader is None and BASELINE not in here and runs_used(records) == self.max_trials - 1 \
-                and not ends_on_control(records, slot) \
-                and not any(a.estimate.lo >= space.stop.win for a in confirming):
-            # The budget's last run brackets the runs before it: after the last control their drift is extrapolated,
-            # and a budget pick re-run there read 1-2 points high (rand-below-2011: +5.05 % claimed, true +2.9 %).
-            # Not when an arm already measures above the win bar and this run may confirm it.
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
-                        repeat_of=ok_baselines[0].number)
         chosen = self.pick_candidate(confirming, arms, leader) if confirming else None
         screen = self.next_screen(records, arms, in_flight, leader)
         screen_open = screen is not None or self.screen_in_flight(in_flight)
@@ -133,6 +125,15 @@ class Planner(Screen, Race, Stopping):
             # Half the slots at most confirm while the screen has work: on every free slot at once the first
             # near-bar probes took 10 runs and stalled the screen whose combination is the real winner (pp64).
             chosen = None
+        if chosen is not None and leader is None and BASELINE not in here \
+                and runs_used(records) == self.max_trials - 1 and not ends_on_control(records, slot) \
+                and not any(a.estimate.lo >= space.stop.win for a in confirming):
+            # The budget's last run would re-run a contender: it brackets the runs before it instead. After the last
+            # control their drift is extrapolated, and a budget pick re-run there read 1-2 points high
+            # (rand-below-2011: +5.05 % claimed, true +2.9 %). Not when an arm already measures above the win bar
+            # on all its runs: this run may confirm it.
+            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
+                        repeat_of=ok_baselines[0].number)
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
         if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], chosen):
