@@ -113,7 +113,8 @@ class Planner(Screen, Race, Stopping):
         # The last runs of the budget confirm the best measured configurations instead of screening on: on 2xH200 a
         # 40-run study spent them all on the screen and ended unconfirmed on overlap2 (+1.9 %) with the JAX-Toolbox
         # recipe measured once at +3.1 % (+3.0 % in the A/B that followed).
-        endgame = leader is None and runs_used(records) >= self.max_trials - self.reserve()
+        used = runs_used(records)
+        endgame = leader is None and used >= self.max_trials - self.reserve()
         if endgame and confirming:
             chosen = max(confirming, key=self.predicted)
         if chosen is not None and screen_open and not (self.urgent(chosen, leader) or endgame):
@@ -126,7 +127,7 @@ class Planner(Screen, Race, Stopping):
             # near-bar probes took 10 runs and stalled the screen whose combination is the real winner (pp64).
             chosen = None
         if chosen is not None and leader is None and BASELINE not in here \
-                and runs_used(records) == self.max_trials - 1 and not ends_on_control(records, slot) \
+                and used == self.max_trials - 1 and not ends_on_control(records, slot) \
                 and not any(a.estimate.lo >= space.stop.win for a in confirming):
             # The budget's last run would re-run a contender: it brackets the runs before it instead. After the last
             # control their drift is extrapolated, and a budget pick re-run there read 1-2 points high
