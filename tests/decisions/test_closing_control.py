@@ -16,6 +16,7 @@ from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 
 LAND = load_landscape("below5")
+H200X2 = load_landscape("h200x2")
 
 
 @pytest.mark.parametrize("seed", [5, 6])
@@ -29,3 +30,13 @@ def test_a_budget_verdict_comes_after_a_closing_control(tmp_path, seed):
     # the budget's last run re-runs a contender only right after a control that was already due
     assert measured[-1].kind != "repeat" or measured[-2].is_baseline, [(r.number, r.kind) for r in measured[-5:]]
     assert measured[-1].is_baseline or measured[-2].is_baseline, [(r.number, r.kind) for r in measured[-5:]]
+
+
+def test_no_closing_control_before_anything_is_confirmed_better(tmp_path):
+    # h200x2 seed 3 on its 60 runs: four arms of true +5.1 to +5.5 % reach the budget's last run with two runs each,
+    # one short of the three a verdict needs. A control there left the budget verdict nothing to recommend (the
+    # deployed job was the pick); the run goes to the contender instead.
+    runner, verdict = run_study(H200X2, tmp_path, 3)
+    assert verdict.reason == "budget"
+    assert verdict.winner is not None, verdict.message
+    assert verdict.winner["gain"] > 0.03, verdict.winner
