@@ -41,7 +41,8 @@ def space_data(land: Landscape, seed: int, *, max_trials: int | None = 60, **opt
     """The space file's content for ``land``: default stop rules (win 0.05, null 0.02, max_null 25) and noise.
 
     ``options`` are merged into the file: a mapping into the section of that name (``stop={"refine": 20}`` keeps
-    the other stop rules), anything else replaces the key (``noise={...}``, ``profiles={...}``, ``sampler=...``).
+    the other stop rules), anything else replaces the key (``noise={...}``, ``profiles={...}``, ``sampler=...``;
+    ``params={...}`` replaces the landscape's tunables, ``params={}`` leaves none).
 
     Example:
         >>> from flagopt.workloads.sim import load_landscape
@@ -76,7 +77,7 @@ def space_data(land: Landscape, seed: int, *, max_trials: int | None = 60, **opt
     for key, value in options.items():
         if value is None:
             continue
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
+        if isinstance(value, dict) and isinstance(data.get(key), dict) and key != "params":
             data[key] = {**data[key], **value}
         else:
             data[key] = value

@@ -32,6 +32,10 @@ STRATEGY_TEXT = (
     "* **flagopt-eq** — flagopt as above with `stop.max_trials` set to the manual protocol's launches on the same "
     "seed: what flagopt decides on the engineer's budget (its last runs confirm the best measured; a budget "
     "verdict's pick). **flagopt-1.5x**: the same with one and a half times the manual protocol's launches.",
+    "* **flagopt-told** — flagopt told the answer: its space is the landscape's true best configuration as its one "
+    "profile and no params, so its runs only confirm it (and try its subsets). What confirmation alone costs in runs "
+    "and yields in win verdicts: a bound for any study that must first find the winner (skipped where the true best "
+    "is the deployed job).",
     "* **manual-x3** — the same protocol by a careful engineer: every run (baselines included) made three times in a "
     "row and averaged; it shows what the one-factor protocol buys with three times the runs.",
     "* **random** — one baseline run, then random configurations; as many launches as flagopt used on that seed; "

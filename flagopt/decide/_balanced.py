@@ -19,6 +19,11 @@ from flagopt.space import Space
 #: The companions of a confirmed winner in its balanced design: the settings it does not set whose best value is
 #: within this many standard errors of zero or above (a +0.5 % setting measured once at -2 % is still in).
 COMPANION_SE = 2.0
+#: The same for the balanced screen before any winner, wider: a setting that reads slightly harmful alone may be half
+#: of a pair that only helps together, and only a row that sets both can show it (rand-win-1012: double buffering,
+#: -0.6 +- 0.3 % alone, with the pipelined reduce-scatter +6 %; two standard errors left it out of every row and the
+#: study ended `null`). Measured on three seed sets in docs/benchmark-decisions.md (fourteenth-session note).
+SCREEN_SE = 3.0
 #: At most this many companions (an 8-run two-level design), the largest pooled effects first; and its runs a study.
 MAX_COMPANIONS = 7
 MAX_COMPANION_RUNS = 8
@@ -89,14 +94,15 @@ class BalancedDesigns:
     def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                     records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
         """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
-        ``base`` does not set, each at its best value or left deployed; empty once the study ran
-        ``MAX_COMPANION_RUNS`` runs of design ``label``."""
+        ``base`` does not set whose best value is not ruled out (``SCREEN_SE`` or ``COMPANION_SE``), each at that
+        value or left deployed; empty once the study ran ``MAX_COMPANION_RUNS`` runs of design ``label``."""
         if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
                 >= MAX_COMPANION_RUNS:
             return []
         names = {p.name for p in self.space.params}
+        within = SCREEN_SE if label == BALANCED else COMPANION_SE
         found = [(effect, name, value) for name, (value, effect, se) in model.best_values().items()
-                 if name in names and name not in base and effect + COMPANION_SE * se > 0.0
+                 if name in names and name not in base and effect + within * se > 0.0
                  and blamed_by(blames, {**base, name: value}) is None]
         factors = [(name, value) for _, name, value in sorted(found, key=lambda f: -f[0])[:MAX_COMPANIONS]]
         if len(factors) < 2:

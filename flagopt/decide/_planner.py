@@ -160,6 +160,12 @@ class Planner(Screen, Race, Stopping):
             return "wait"
         if racing and (leader is not None or closing):
             return "wait"  # a repeat is due on another slot (this one measured it): the race is not over
+        if leader is not None and BASELINE not in here and unbracketed(leader, records, slot):
+            # The winner's claim rests on runs after the slot's last control, their drift extrapolated past its
+            # data: a control brackets them before the verdict (win10-1015: +14.1 % [+11.3, +16.9] claimed on two
+            # runs after the last control, true +9.9 %). If the winner no longer holds, the race goes on.
+            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
+                        repeat_of=ok_baselines[0].number, attrs=phase)
         if leader is not None:
             # Nothing left could beat the winner: the race is over before the refinement budget is.
             verdict = self.win_verdict(records, arms, "nothing left to try could beat it")
@@ -173,6 +179,18 @@ class Planner(Screen, Race, Stopping):
             return self.budget_verdict("budget", why, eligible, [arm_summary(a) for a in arms],
                                        self.noise_summary(records))
         return SAMPLE
+
+
+def unbracketed(arm: Arm, records: Sequence[RunRecord], slot: str) -> bool:
+    """Whether ``arm`` has a run on ``slot`` after the slot's last successful control.
+
+    Example:
+        >>> unbracketed(Arm("k", "k", "probe", first=None, runs=(), estimate=None, verdict="unknown"), [], "")
+        False
+    """
+    controls = [r.number for r in records if r.slot == slot and r.ok and r.is_baseline]
+    last = controls[-1] if controls else -1
+    return any(r.slot == slot and r.number > last for r in arm.runs)
 
 
 def ends_on_control(records: Sequence[RunRecord], slot: str) -> bool:

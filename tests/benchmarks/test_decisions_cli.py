@@ -44,3 +44,20 @@ def test_flagopt_eq_is_held_to_the_manual_protocols_launches(tmp_path: Path) -> 
     assert code == 0
     runs = {r["strategy"]: r["runs"] for r in json.loads(out.read_text())}
     assert runs["flagopt-eq"] <= runs["manual"] < runs["flagopt"]
+
+
+def test_flagopt_told_confirms_the_true_best_as_its_one_profile(tmp_path: Path) -> None:
+    """The bound for the confirmation alone: told the answer, the study races it against the deployed job."""
+    from benchmarks.decisions import told_space
+    from flagopt.workloads.sim import load_landscape
+
+    assert told_space(load_landscape("null")) is None  # nothing to tell: the deployed job is the best
+    out = tmp_path / "bench.json"
+    code = main(["--seeds", "1", "--landscapes", "win10", "null", "--families", "--jobs", "1",
+                 "--strategies", "flagopt-told", "--json", str(out), "--out", str(tmp_path / "bench.md")])
+    assert code == 0
+    rows = json.loads(out.read_text())
+    assert [r["landscape"] for r in rows] == ["win10"]
+    (told,) = rows
+    assert told["verdict"] == "win" and told["within_1pct"] and told["runs"] <= 15
+    assert "flagopt-told skipped on null" in (tmp_path / "bench.md").read_text()

@@ -40,3 +40,20 @@ def test_no_closing_control_before_anything_is_confirmed_better(tmp_path):
     assert verdict.reason == "budget"
     assert verdict.winner is not None, verdict.message
     assert verdict.winner["gain"] > 0.03, verdict.winner
+
+
+WIN10 = load_landscape("win10")
+
+
+def test_a_win_is_declared_on_runs_bracketed_by_controls(tmp_path):
+    # win10 seed 1015 confirmed a configuration of true +9.9 % on two runs after its last control and claimed
+    # +14.1 % [+11.3, +16.9]: the drift curve was extrapolated past its data. A control now follows the winner's last
+    # run before the verdict (and the race goes on if the winner no longer holds).
+    runner, verdict = run_study(WIN10, tmp_path, 1015)
+    assert verdict.reason == "win"
+    measured = [r for r in runner.records() if r.ok]
+    winner = [r for r in measured if r.config_key == verdict.winner["config_key"]]
+    last_control = max(r.number for r in measured if r.is_baseline)
+    assert winner[-1].number < last_control, [(r.number, r.kind) for r in measured[-6:]]
+    low, high = verdict.winner["ci"]
+    assert low <= WIN10.true_gain(verdict.winner["settings"]) <= high, verdict.message
