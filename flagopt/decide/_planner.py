@@ -136,13 +136,11 @@ class Planner(Screen, Race, Stopping):
             # on all its runs: this run may confirm it. Nor before any arm is confirmed better than the deployed
             # job: the control would leave the budget verdict nothing to recommend (h200x2-3: four arms of true
             # +5.1 to +5.5 % on two runs each, none at the three runs a verdict needs).
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
-                        repeat_of=ok_baselines[0].number)
+            return control("closing drift control", ok_baselines[0], phase)
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
         if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], chosen):
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "drift control", repeat_of=ok_baselines[0].number,
-                        attrs=phase)
+            return control("drift control", ok_baselines[0], phase)
         if chosen is not None:
             return Plan(config_of(chosen.first), "repeat", f"confirming {chosen.label}", repeat_of=chosen.first.number,
                         attrs=phase)
@@ -164,8 +162,7 @@ class Planner(Screen, Race, Stopping):
             # The winner's claim rests on runs after the slot's last control, their drift extrapolated past its
             # data: a control brackets them before the verdict (win10-1015: +14.1 % [+11.3, +16.9] claimed on two
             # runs after the last control, true +9.9 %). If the winner no longer holds, the race goes on.
-            return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, "closing drift control",
-                        repeat_of=ok_baselines[0].number, attrs=phase)
+            return control("closing drift control", ok_baselines[0], phase)
         if leader is not None:
             # Nothing left could beat the winner: the race is over before the refinement budget is.
             verdict = self.win_verdict(records, arms, "nothing left to try could beat it")
@@ -181,16 +178,27 @@ class Planner(Screen, Race, Stopping):
         return SAMPLE
 
 
-def unbracketed(arm: Arm, records: Sequence[RunRecord], slot: str) -> bool:
-    """Whether ``arm`` has a run on ``slot`` after the slot's last successful control.
+def control(reason: str, first: RunRecord, attrs: dict[str, Any]) -> Plan:
+    """A run of the deployed job: the drift reference (``first``: the study's first successful one)."""
+    return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, reason, repeat_of=first.number, attrs=attrs)
+
+
+def since_last_control(records: Sequence[RunRecord], slot: str) -> list[RunRecord]:
+    """The runs measured on ``slot`` after its last successful control: their drift is extrapolated.
 
     Example:
-        >>> unbracketed(Arm("k", "k", "probe", first=None, runs=(), estimate=None, verdict="unknown"), [], "")
-        False
+        >>> since_last_control([], "")
+        []
     """
-    controls = [r.number for r in records if r.slot == slot and r.ok and r.is_baseline]
-    last = controls[-1] if controls else -1
-    return any(r.slot == slot and r.number > last for r in arm.runs)
+    measured = [r for r in records if r.slot == slot and r.ok]
+    last = max((i for i, r in enumerate(measured) if r.is_baseline), default=-1)
+    return measured[last + 1:]
+
+
+def unbracketed(arm: Arm, records: Sequence[RunRecord], slot: str) -> bool:
+    """Whether ``arm`` has a run on ``slot`` after the slot's last successful control."""
+    after = {r.number for r in since_last_control(records, slot)}
+    return any(r.number in after for r in arm.runs)
 
 
 def ends_on_control(records: Sequence[RunRecord], slot: str) -> bool:
@@ -200,5 +208,4 @@ def ends_on_control(records: Sequence[RunRecord], slot: str) -> bool:
         >>> ends_on_control([], "")
         True
     """
-    measured = [r for r in records if r.slot == slot and r.ok]
-    return not measured or measured[-1].is_baseline
+    return not since_last_control(records, slot)
