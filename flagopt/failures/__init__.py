@@ -21,7 +21,17 @@ from flagopt.failure_classes import (
     UNKNOWN_FLAG,
 )
 from flagopt.failures._classify import Failure, classify
-from flagopt.failures._policy import HANDLING, SUCCESS, Handling, handling_for
+from flagopt.failures._policy import (
+    HANDLING,
+    MAX_CHAIN_RETRIES,
+    RECORD,
+    RETRY,
+    STOP,
+    SUCCESS,
+    Handling,
+    after_failure,
+    handling_for,
+)
 from flagopt.failures._signatures import Signature, signatures_from_data
 
 __all__ = [
@@ -31,6 +41,7 @@ __all__ = [
     "CRASH",
     "FAILURE_CLASSES",
     "HANDLING",
+    "MAX_CHAIN_RETRIES",
     "HANG",
     "INCOMPLETE",
     "LAUNCH_FAILURE",
@@ -40,11 +51,15 @@ __all__ = [
     "NUMERICS_NAN",
     "OOM",
     "PREEMPTION",
+    "RECORD",
+    "RETRY",
+    "STOP",
     "SUCCESS",
     "TIME_LIMIT",
     "UNKNOWN_FLAG",
     "Failure",
     "Handling",
+    "after_failure",
     "Signature",
     "classify",
     "handling_for",

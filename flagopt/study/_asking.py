@@ -17,6 +17,7 @@ from typing import Any
 
 import optuna
 
+from flagopt import failures
 from flagopt.decide import Blame, Plan, Verdict, blamed_by, changed_settings, config_of_settings, same_value
 from flagopt.render import render
 from flagopt.space import Param, TrialConfig
@@ -169,10 +170,13 @@ class Asking:
             settings_tokens = set(str(attrs.get("xla_flags") or "").split()) if not flags else set()
             tokens.update(flags or settings_tokens)
             self.study.set_user_attr("flagopt.excluded", sorted(tokens))
-        if plan.retries < handling.retries:
-            self.retry_queue.append(Plan(plan.config, plan.kind, f"retry {plan.retries + 1} after "
-                                         f"{collected.failure.failure_class}", repeat_of=plan.repeat_of,
-                                         retry_of=plan.retry_of if plan.retry_of is not None else trial.number,
-                                         retries=plan.retries + 1))
-        elif handling.stop_study:
-            self._stop_requested = f"{collected.failure.failure_class} (retries exhausted)"
+        failure_class = collected.failure.failure_class
+        first = plan.retry_of if plan.retry_of is not None else trial.number
+        earlier = [str(r.attrs.get("failure_class")) for r in self.records() if r.number != trial.number
+                   and (r.number == first or r.attrs.get("retry_of") == first) and r.attrs.get("failure_class")]
+        step = failures.after_failure(failure_class, earlier)
+        if step == failures.RETRY:
+            self.retry_queue.append(Plan(plan.config, plan.kind, f"retry {plan.retries + 1} after {failure_class}",
+                                         repeat_of=plan.repeat_of, retry_of=first, retries=plan.retries + 1))
+        elif step == failures.STOP:
+            self._stop_requested = f"{failure_class} (retries exhausted)"

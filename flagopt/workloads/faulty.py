@@ -21,7 +21,8 @@ Scenarios:
     nan: loss becomes ``nan`` from step ``after`` (default 5); exit 0.
     loss-drift: finite loss shifted by ``loss_shift`` (default 0.5); exit 0.
     crash: ``after`` steps (default 2), a traceback, then SIGSEGV (exit 139 / -11).
-    flaky: NCCL init failure on the first ``fail_first`` (default 2) launches counted in ``state=PATH``, then ok.
+    flaky: NCCL init failure on the first ``fail_first`` (default 2) launches counted in ``state=PATH``, then ok;
+        with ``faults=hang,nccl-init,...`` the launches counted there run those scenarios in turn, then ok.
 
 Example:
     python -m flagopt.workloads.faulty scenario=hang after=2 steps=15 step_s=0.01
@@ -48,7 +49,7 @@ SCENARIOS = (
 _DEFAULTS: dict[str, str] = {
     "scenario": "ok", "steps": "15", "step_s": "0.01", "after": "", "bad_flags": "", "jaxlib": "0.10.2",
     "bytes": "4770354232", "state": "", "fail_first": "2", "loss_shift": "0.5", "tokens_per_s": "50000",
-    "seed": "0", "noise": "0",
+    "seed": "0", "noise": "0", "faults": "",
 }  # fmt: skip
 _DEFAULT_AFTER = {"oom": 0, "coordination-timeout": 2, "hang": 3, "preempted": 3, "time-limit": 3, "nan": 5, "crash": 2}
 #: Lines real jobs print that are harmless; ``noise=1`` mixes them in so the classifier must ignore them.
@@ -156,7 +157,13 @@ def main(argv: list[str] | None = None) -> None:
     after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
     _check_flags(opts)
     if scenario == "flaky":
-        scenario = "nccl-init" if _launch_count(opts["state"]) < int(opts["fail_first"]) else "ok"
+        faults = opts["faults"].split(",") if opts["faults"] else ["nccl-init"] * int(opts["fail_first"])
+        unknown = [f for f in faults if f not in SCENARIOS or f == "flaky"]
+        if unknown:
+            sys.exit(f"faulty: faults= names unknown scenarios {', '.join(unknown)}")
+        before = _launch_count(opts["state"])
+        scenario = faults[before] if before < len(faults) else "ok"
+        after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
 
     if scenario in ("ok", "unknown-flag", "nan", "loss-drift", "sigterm-after-window"):
         _steps(opts, steps, scenario)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flagopt.failures import FAILURE_CLASSES, HANDLING, handling_for
+from flagopt.failures import FAILURE_CLASSES, HANDLING, MAX_CHAIN_RETRIES, after_failure, handling_for
 
 
 def test_every_class_has_a_handling() -> None:
@@ -32,3 +32,15 @@ def test_what_counts_as_a_measurement() -> None:
     assert not HANDLING["numerics-nan"].counts_as_success
     counted = {name for name, handling in HANDLING.items() if handling.counts_as_success}
     assert counted == {"benign-exit", "numerics-drift"}
+
+
+def test_a_chain_of_retries_counts_each_class_apart_and_ends_after_three() -> None:
+    assert after_failure("nccl-init", []) == "retry"
+    assert after_failure("coordination-timeout", ["coordination-timeout"]) == "retry"
+    assert after_failure("coordination-timeout", ["coordination-timeout"] * 2) == "stop"
+    assert after_failure("coordination-timeout", ["hang", "nccl-init"]) == "retry"  # one of its own, not three
+    assert after_failure("nccl-init", ["hang", "nccl-init", "coordination-timeout"]) == "record"
+    assert after_failure("coordination-timeout", ["nccl-init"] * 3) == "record"  # the chain is over, nothing stops
+    assert after_failure("node-failure", []) == "stop"
+    assert after_failure("crash", []) == "record"
+    assert MAX_CHAIN_RETRIES == max(h.retries for h in HANDLING.values())
