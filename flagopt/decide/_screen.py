@@ -21,15 +21,17 @@ from flagopt.space import Space, TrialConfig
 DROPPED = "without "
 
 
-def dropped_before(records: Sequence[RunRecord]) -> set[str]:
-    """The params whose drop-one question (does it matter in the best configuration?) a run has asked already.
+def dropped_before(records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> set[str]:
+    """The params whose drop-one question (does it matter in the best configuration?) a run has asked already, or
+    one in flight is asking (a run cancelled with the driver asked nothing: a resumed study asks it again).
 
     Example:
         >>> dropped_before([])
         set()
     """
-    return {str(r.profile)[len(DROPPED):].split(": ")[0] for r in records
-            if r.attrs.get("design") == "drop-one" and str(r.profile).startswith(DROPPED)}
+    labels = [str(r.profile) for r in records if r.attrs.get("design") == "drop-one" and not r.stopped_with_driver]
+    labels += [str(p.config.profile) for p in in_flight if p.attrs.get("design") == "drop-one"]
+    return {label[len(DROPPED):].split(": ")[0] for label in labels if label.startswith(DROPPED)}
 
 
 #: A numeric param whose deployed value measured best is refined toward its better neighbour when one of its values
@@ -199,7 +201,7 @@ class Screen(Proposals):
             # Before a winner, each setting's question is asked once: the next combination differs from the last in a
             # setting or two, and its drop-one variants re-measured what the model already pooled (h200x2-1001: 19
             # runs of drop-ones around three combinations, and the +5.9 % best never got the runs a verdict needs).
-            asked = dropped_before(records) if leader is None else set()
+            asked = dropped_before(records, in_flight) if leader is None else set()
             for name in order:
                 if model is not None and self._sure(model, name, settings[name]):
                     continue  # the model is sure it pays (the microbatch count): dropping it would only confirm that

@@ -268,3 +268,21 @@ def test_before_a_winner_each_setting_s_drop_one_question_is_asked_once(tmp_path
              if r.attrs.get("design") == "drop-one" and str(r.profile).startswith(DROPPED)]
     assert len(drops) >= 3, drops
     assert len(drops) == len(set(drops)) == len(dropped_before(before)), drops
+
+
+def test_a_drop_one_in_flight_counts_as_asked_and_one_cancelled_with_the_driver_does_not():
+    from flagopt.decide import Plan
+    from flagopt.decide._screen import dropped_before
+    from flagopt.space import TrialConfig
+
+    def drop(number, name, status="ok", **attrs):
+        return RunRecord(number, "probe", f"without {name}: a=1", f"k{number}", status, 100.0, float(number), None,
+                         attrs={"design": "drop-one", **attrs})
+
+    asked = [drop(1, "proto"), drop(2, "overlap", "cancelled", cancelled_by="driver"), drop(3, "pipe", "cancelled")]
+    flying = [Plan(TrialConfig("probe", "without ag: proto=Simple"), "probe", "does ag matter?",
+                   attrs={"design": "drop-one"}),
+              Plan(TrialConfig("probe", "combination: x"), "probe", "combination", attrs={"design": "combination"})]
+    # a job someone cancelled was asked (they did not want it run); one cancelled with the driver was not
+    assert dropped_before(asked) == {"proto", "pipe"}
+    assert dropped_before(asked, flying) == {"proto", "pipe", "ag"}
