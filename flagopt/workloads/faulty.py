@@ -154,7 +154,6 @@ def main(argv: list[str] | None = None) -> None:
     """Run one scenario; see the module docstring."""
     opts = _parse(sys.argv[1:] if argv is None else argv)
     scenario, steps = opts["scenario"], int(opts["steps"])
-    after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
     _check_flags(opts)
     if scenario == "flaky":
         faults = opts["faults"].split(",") if opts["faults"] else ["nccl-init"] * int(opts["fail_first"])
@@ -163,7 +162,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(f"faulty: faults= names unknown scenarios {', '.join(unknown)}")
         before = _launch_count(opts["state"])
         scenario = faults[before] if before < len(faults) else "ok"
-        after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
+    after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
 
     if scenario in ("ok", "unknown-flag", "nan", "loss-drift", "sigterm-after-window"):
         _steps(opts, steps, scenario)

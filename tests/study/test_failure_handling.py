@@ -9,6 +9,7 @@ import sys
 import time
 
 import optuna
+import pytest
 
 from flagopt.cli import main
 from flagopt.study import history, load_study
@@ -146,31 +147,30 @@ def _lock_row(db, study: str) -> bool:
         return False
 
 
-def test_each_class_counts_its_own_retries_in_a_chain(write_space, storage, tmp_path):
+@pytest.mark.parametrize(("name", "faults"), [("chain", "hang,nccl-init,coordination-timeout"),
+                                              ("broken", "coordination-timeout,coordination-timeout,coordination-timeout")])
+def test_each_class_counts_its_own_retries_in_a_chain(write_space, storage, tmp_path, name, faults):
     """A hang, an NCCL init failure and one coordination timeout on one configuration are three unrelated flakes:
     the configuration runs a fourth time and the study goes on. Three coordination timeouts stop it."""
-    unrelated, repeated = tmp_path / "unrelated.state", tmp_path / "repeated.state"
-    for name, state, faults in (("chain", unrelated, "hang,nccl-init,coordination-timeout"),
-                                ("broken", repeated, "coordination-timeout,coordination-timeout,coordination-timeout")):
-        space = write_space(f"""
-            name: {name}
-            command: {FAULTY}
-            failures: {{hang_min: 0.05, init_timeout_min: 0.2}}
-            profiles:
-              p: {{args: {{scenario: flaky, state: "{state}", faults: "{faults}"}}}}
-            stop: {{max_trials: 8, max_null: 100}}
-            noise: {{baseline_every: 100}}
-        """)
-        code = run(space, storage)
-        runs = by_profile(history(load_study(storage, name)))["p"]
-        classes = [r.attrs.get("failure_class") for r in runs]
-        if name == "chain":
-            assert code == 0
-            assert classes == ["hang", "nccl-init", "coordination-timeout", None], classes
-            assert [r.status for r in runs][-1] == "ok"
-            assert all(r.attrs.get("retry_of") == runs[0].number for r in runs[1:])
-        else:
-            assert code != 0  # stopped: the cluster's coordination service is what is broken
-            assert classes == ["coordination-timeout"] * 3, classes
-            verdict = optuna.load_study(study_name=name, storage=storage).user_attrs.get("flagopt.verdict")
-            assert verdict is None  # a stopped study draws no verdict
+    space = write_space(f"""
+        name: {name}
+        command: {FAULTY}
+        failures: {{hang_min: 0.05, init_timeout_min: 0.2}}
+        profiles:
+          p: {{args: {{scenario: flaky, state: "{tmp_path / 'launches.state'}", faults: "{faults}"}}}}
+        stop: {{max_trials: 8, max_null: 100}}
+        noise: {{baseline_every: 100}}
+    """)
+    code = run(space, storage)
+    runs = by_profile(history(load_study(storage, name)))["p"]
+    classes = [r.attrs.get("failure_class") for r in runs]
+    if name == "chain":
+        assert code == 0
+        assert classes == ["hang", "nccl-init", "coordination-timeout", None], classes
+        assert [r.status for r in runs][-1] == "ok"
+        assert all(r.attrs.get("retry_of") == runs[0].number for r in runs[1:])
+    else:
+        assert code != 0  # stopped: the cluster's coordination service is what is broken
+        assert classes == ["coordination-timeout"] * 3, classes
+        verdict = optuna.load_study(study_name=name, storage=storage).user_attrs.get("flagopt.verdict")
+        assert verdict is None  # a stopped study draws no verdict
