@@ -125,7 +125,8 @@ def _baseline_level(bench: Bench, n: int) -> float:
 
 
 def manual_protocol(land: Landscape, seed: int, *, repeats: int = 1) -> Choice:
-    """Two baseline runs, one-factor waves over every param's grid (single runs), then the per-param best combined.
+    """Two baseline runs, each catalog profile once, one-factor waves over every param's grid (single runs), then the
+    per-param best combined.
 
     The pick is the best observed configuration, the claim its throughput over the baseline pair's mean. An
     infrastructure failure is launched once more; a value that fails otherwise (OOM) is never tried again.
@@ -144,7 +145,14 @@ def manual_protocol(land: Landscape, seed: int, *, repeats: int = 1) -> Choice:
     deployed = land.resolve({})
     observed: list[tuple[float, dict[str, Any]]] = [(base, {})]
     best_value: dict[str, Any] = {}
+    for profile in land.profiles.values():  # the catalog's recipes, each run once like any other candidate
+        settings = {name: value for part in profile.values() for name, value in part.items()}
+        measured = measure(settings)
+        if measured is not None:
+            observed.append((measured, settings))
     for name, param in land.params.items():
+        if not param.tunable:
+            continue  # a setting only a profile sets: the engineer's one-factor waves cover the space's params
         top = (base, None)
         for value in param.grid():
             if value == deployed[name]:

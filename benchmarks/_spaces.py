@@ -74,6 +74,8 @@ def space_data(land: Landscape, seed: int, *, max_trials: int | None = 60, **opt
                  **({"max_trials": max_trials} if max_trials is not None else {})},  # None: the default budget
         "seed": seed,
     }
+    if land.profiles:  # the catalog profiles a real space of this job offers (h200x2-measured: the JAX-Toolbox recipe)
+        data["profiles"] = {name: dict(profile) for name, profile in land.profiles.items()}
     for key, value in options.items():
         if value is None:
             continue

@@ -26,7 +26,8 @@ STRATEGY_TEXT = (
     "null_gain 0.02, max_null 25, max_trials as below) on `SimExecutor`: every run writes the simulated job's MaxText log and goes "
     "through the real log parser, failure classifier, retry policy, drift correction and planner. Choice: the "
     "verdict's winner, else the deployed baseline; claim and interval: the verdict's.",
-    "* **manual** — two baseline runs, one-factor waves (each grid value of each param alone, one run each; an "
+    "* **manual** — two baseline runs, each catalog profile the space offers once (h200x2-measured), one-factor "
+    "waves (each grid value of each param alone, one run each; an "
     "infrastructure failure is launched once more), then the per-param best values combined; the pick is the best "
     "observed run, the claim its throughput over the baseline pair.",
     "* **flagopt-eq** — flagopt as above with `stop.max_trials` set to the manual protocol's launches on the same "

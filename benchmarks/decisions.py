@@ -56,7 +56,8 @@ from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E40
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 from flagopt.space import render_value  # noqa: E402
 
-LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5")
+LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5",
+              "h200x2-measured")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
 NULL_LANDSCAPES = ("null", "rand-null")
 STRATEGIES = ("flagopt", "flagopt-eq", "flagopt-1.5x", "flagopt-told", "manual", "manual-x3", "random", "tpe",

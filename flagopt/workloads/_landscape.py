@@ -58,6 +58,8 @@ class SimParam:
     choices: tuple[Value, ...] = ()
     explicit_grid: tuple[Value, ...] = ()
     effect: Mapping[str, Any] | None = None
+    #: ``False``: the job reads it (a catalog profile sets it) but the search space does not offer it.
+    tunable: bool = True
 
     def coerce(self, raw: Any) -> Value:
         """Parse a value as the job would (``"true"`` -> True, ``"1073741824"`` -> int)."""
@@ -69,6 +71,11 @@ class SimParam:
             return int(raw)
         if self.type == "float":
             return float(raw)
+        if self.choices and all(isinstance(c, int) and not isinstance(c, bool) for c in self.choices):
+            try:  # numbers offered as choices (a threshold, a connection count) arrive as text in flags and env
+                return int(raw)
+            except (TypeError, ValueError):
+                pass
         return str(raw)
 
     def grid(self) -> tuple[Value, ...]:
@@ -164,6 +171,11 @@ class Landscape:
     ooms: tuple[Mapping[str, Any], ...] = ()
     unknown_flags: frozenset[str] = frozenset()
     flaky: Mapping[str, float] = field(default_factory=dict)
+    #: Exposed communication the overlap settings share (``gain``, ``hides``: ``when`` -> ``share``): each member
+    #: hides its share of what the others left, so together they give less than the sum of their gains alone.
+    pool: Mapping[str, Any] | None = None
+    #: Catalog profiles (name -> ``{xla: ..., env: ...}``) the search space offers, as a real space would.
+    profiles: Mapping[str, Any] = field(default_factory=dict)
     path: str = ""  # the landscapes file it was read from ("" = the shipped one)
 
     def resolve(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> dict[str, Value]:
@@ -185,6 +197,9 @@ class Landscape:
         for inter in self.interactions:
             if _matches(inter["when"], resolved):
                 out *= 1.0 + float(inter["gain"])
+        if self.pool:
+            left = math.prod(1.0 - float(m["share"]) for m in self.pool["hides"] if _matches(m["when"], resolved))
+            out *= 1.0 + float(self.pool["gain"]) * (1.0 - left)
         return out
 
     def true_gain(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> float:
@@ -282,7 +297,8 @@ class Landscape:
         Params outside every interaction and OOM condition are optimised one by one (their effects multiply);
         the coupled ones are enumerated jointly, so the answer is exact for the model.
         """
-        coupled = {n for item in (*self.interactions, *self.ooms) for n in item["when"]}
+        pooled = self.pool["hides"] if self.pool else ()
+        coupled = {n for item in (*self.interactions, *self.ooms, *pooled) for n in item["when"]}
         chosen = self.resolve({})
         for name in set(self.params) - coupled:
             param, current = self.params[name], chosen[name]
@@ -306,6 +322,8 @@ class Landscape:
         """Search-space entries (no truth) per param: target, type, range or choices, default."""
         out: dict[str, dict[str, Any]] = {}
         for name, p in self.params.items():
+            if not p.tunable:
+                continue
             entry: dict[str, Any] = {"target": p.target, "type": p.type, "default": p.default}
             if p.type in ("int", "float"):
                 entry.update(low=p.low, high=p.high, log=p.log)

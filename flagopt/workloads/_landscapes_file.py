@@ -56,6 +56,11 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
     if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
         raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
                            f"{', '.join(FLAKY_KINDS)}; got {flaky}")
+    pool = d.get("pool")
+    if pool is not None and not (isinstance(pool, Mapping) and isinstance(pool.get("hides"), list)
+                                 and all(0.0 <= float(m.get("share", -1)) <= 1.0 and isinstance(m.get("when"), Mapping)
+                                         for m in pool["hides"])):
+        raise FlagoptError(str(path), f"{name}.pool", "a mapping with gain and hides: [{when: {...}, share: 0..1}]")
     params = {
         pname: SimParam(
             name=pname,
@@ -68,6 +73,7 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
             choices=tuple(p.get("choices", ())),
             explicit_grid=tuple(p.get("grid", ())),
             effect=p.get("effect"),
+            tunable=bool(p.get("tunable", True)),
         )
         for pname, p in d["params"].items()
     }
@@ -88,5 +94,7 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
         ooms=tuple(d.get("oom") or ()),
         unknown_flags=frozenset(d.get("unknown_flags") or ()),
         flaky=flaky,
+        pool=pool,
+        profiles=dict(d.get("profiles") or {}),
         path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
     )

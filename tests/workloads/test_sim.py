@@ -215,3 +215,52 @@ def test_a_bad_flaky_section_is_one_clear_error(tmp_path: Path) -> None:
     path.write_text(text.replace("flaky: {nccl_init: 0.03,", "flaky: {nccl_init: 0.9, oops: 0.1,"))
     with pytest.raises(FlagoptError, match=r"flaky\.flaky"):
         load_landscape("flaky", path)
+
+
+RECIPE = {"xla_gpu_enable_triton_gemm": False, "xla_gpu_all_reduce_combine_threshold_bytes": GiB, AG: GiB,
+          "xla_gpu_reduce_scatter_combine_threshold_bytes": 128 * 2**20, "xla_gpu_enable_pipelined_all_gather": True,
+          "xla_gpu_enable_pipelined_reduce_scatter": True, "xla_gpu_enable_pipelined_all_reduce": True,
+          "xla_gpu_enable_while_loop_double_buffering": True, "xla_disable_hlo_passes": "rematerialization",
+          "CUDA_DEVICE_MAX_CONNECTIONS": "1"}
+
+
+def test_the_measured_landscape_plays_the_real_2xh200_runs() -> None:
+    """h200x2-measured against ../shared/measurements and the real studies' probes (benchmarks/calibrate_measured.py)."""
+    land = load_landscape("h200x2-measured")
+    recipe = land.true_gain(RECIPE)
+    assert recipe == pytest.approx(0.031, abs=0.004)  # A/Bs on four machines: +2.8 to +3.5 %
+    assert land.true_gain({OVERLAP: 2}) == pytest.approx(0.0175, abs=0.003)  # +1.7 % alone, +1.9 % in the A/B
+    assert abs(land.true_gain({**RECIPE, OVERLAP: 2}) - recipe) < 0.003  # and nothing on top of the recipe: one pool
+    without = {name: recipe - land.true_gain({k: v for k, v in RECIPE.items() if k != name}) for name in RECIPE}
+    # Triton GEMMs off and the pipelined all-gather hurt alone and carry the recipe's gain
+    assert land.true_gain({"xla_gpu_enable_triton_gemm": False}) < 0 < without["xla_gpu_enable_triton_gemm"] - 0.01
+    assert land.true_gain({"xla_gpu_enable_pipelined_all_gather": True}) < -0.005
+    assert without["xla_gpu_enable_pipelined_all_gather"] > 0.01
+    assert abs(without["xla_gpu_enable_pipelined_reduce_scatter"]) < 0.005  # +0.6 % alone, nothing in the recipe
+    assert land.noise["run"] <= 0.003
+    best = land.best()
+    assert recipe < best.gain < 0.05 and best.gain - recipe < 0.01  # no +5 % winner; the recipe is within 1 %
+
+
+def test_a_setting_only_a_profile_sets_is_read_by_the_job_but_not_offered_to_the_search(tmp_path: Path) -> None:
+    land = load_landscape("h200x2-measured")
+    assert "xla_gpu_enable_triton_gemm" not in land.space_params()
+    assert set(land.space_params()) < set(land.params)
+    assert land.resolve({"CUDA_DEVICE_MAX_CONNECTIONS": "8"})["CUDA_DEVICE_MAX_CONNECTIONS"] == 8  # numbers as choices
+    common = ["landscape=h200x2-measured", "seed=4", "steps=15", "launch=0"]
+    plain = run_sim(common, {"XLA_FLAGS": "--xla_gpu_enable_pipelined_all_gather=true"}, tmp_path)
+    triton = run_sim(common, {"XLA_FLAGS": "--xla_gpu_enable_pipelined_all_gather=true --xla_gpu_enable_triton_gemm=false"},
+                     tmp_path)
+    assert plain.returncode == triton.returncode == 0, plain.stderr + triton.stderr
+    level = [np.mean([s.value for s in parse_steps(p.stdout)[9:15]]) for p in (plain, triton)]
+    expected = land.true_gain({"xla_gpu_enable_pipelined_all_gather": True, "xla_gpu_enable_triton_gemm": False}) \
+        - land.true_gain({"xla_gpu_enable_pipelined_all_gather": True})
+    assert level[1] / level[0] - 1 == pytest.approx(expected, abs=0.002)  # same seed and launch: only the flag differs
+
+
+def test_a_bad_pool_section_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
+    path.write_text(text.replace("{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 0.169}", "{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 1.7}"))
+    with pytest.raises(FlagoptError, match=r"h200x2-measured\.pool"):
+        load_landscape("h200x2-measured", path)
