@@ -3,6 +3,7 @@ and one entry read into a :class:`~flagopt.workloads._landscape.Landscape` (cach
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,11 +57,7 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
     if bad or any(not 0.0 <= v <= 1.0 for v in flaky.values()) or sum(flaky.values()) > 1.0:
         raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
                            f"{', '.join(FLAKY_KINDS)}; got {flaky}")
-    pool = d.get("pool")
-    if pool is not None and not (isinstance(pool, Mapping) and isinstance(pool.get("hides"), list)
-                                 and all(0.0 <= float(m.get("share", -1)) <= 1.0 and isinstance(m.get("when"), Mapping)
-                                         for m in pool["hides"])):
-        raise FlagoptError(str(path), f"{name}.pool", "a mapping with gain and hides: [{when: {...}, share: 0..1}]")
+    pool = _pool(d.get("pool"), f"{name}.pool", path)
     params = {
         pname: SimParam(
             name=pname,
@@ -98,3 +95,26 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
         profiles=dict(d.get("profiles") or {}),
         path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
     )
+
+
+def _pool(pool: Any, key: str, path: Path) -> Mapping[str, Any] | None:
+    """A landscape's ``pool:`` section, checked: ``gain`` a number, ``hides`` a list of ``{when: {...}, share: 0..1}``."""
+    if pool is None:
+        return None
+
+    def share(member: Any) -> float:
+        try:
+            return float(member["share"]) if isinstance(member, Mapping) and isinstance(member.get("when"), Mapping) \
+                else math.nan
+        except (KeyError, TypeError, ValueError):
+            return math.nan
+
+    try:
+        gain = float(pool["gain"])
+        hides = pool["hides"]
+    except (KeyError, TypeError, ValueError):
+        gain, hides = math.nan, None
+    if not (math.isfinite(gain) and isinstance(hides, list) and hides and all(0.0 <= share(m) <= 1.0 for m in hides)):
+        raise FlagoptError(str(path), key, f"a mapping with a numeric gain and hides: [{{when: {{...}}, share: 0..1}}, "
+                           f"...]; got {pool!r}")
+    return pool

@@ -1,0 +1,95 @@
+"""One tunable of a simulated landscape: its search-space entry (type, range or choices, default) and its true
+effect (``values``, a ``bump`` over log2 of the value, a pipeline ``bubble``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Value = bool | int | float | str | None
+
+
+@dataclass(frozen=True)
+class SimParam:
+    """One tunable of a landscape: its search-space entry and its true effect."""
+
+    name: str
+    target: str
+    type: str
+    default: Value
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[Value, ...] = ()
+    explicit_grid: tuple[Value, ...] = ()
+    effect: Mapping[str, Any] | None = None
+    #: ``False``: the job reads it (a catalog profile sets it) but the search space does not offer it.
+    tunable: bool = True
+
+    def coerce(self, raw: Any) -> Value:
+        """Parse a value as the job would (``"true"`` -> True, ``"1073741824"`` -> int)."""
+        if raw is None:
+            return None
+        if self.type == "bool":
+            return raw if isinstance(raw, bool) else str(raw).strip().lower() in ("true", "1", "yes")
+        if self.type == "int":
+            return int(raw)
+        if self.type == "float":
+            return float(raw)
+        if self.choices and all(isinstance(c, int) and not isinstance(c, bool) for c in self.choices):
+            try:  # numbers offered as choices (a threshold, a connection count) arrive as text in flags and env
+                return int(raw)
+            except (TypeError, ValueError):
+                pass
+        return str(raw)
+
+    def grid(self) -> tuple[Value, ...]:
+        """The values ``Landscape.best`` searches: explicit ``grid``, or powers of two / every integer / choices."""
+        if self.explicit_grid:
+            values: list[Value] = list(self.explicit_grid)
+        elif self.type == "bool":
+            values = [False, True]
+        elif self.type == "categorical":
+            values = [None, *self.choices] if self.default is None else list(self.choices)
+        elif self.type == "int" and self.log:
+            lo, hi = math.ceil(math.log2(self.low or 1)), math.floor(math.log2(self.high or 1))
+            values = [2**k for k in range(lo, hi + 1)]
+        elif self.type == "int":
+            values = list(range(int(self.low or 0), int(self.high or 0) + 1))
+        else:
+            values = [float(v) for v in np.linspace(self.low or 0.0, self.high or 0.0, 9)]
+        return tuple(dict.fromkeys([*values, self.default]))
+
+    def candidates(self) -> tuple[Value, ...]:
+        """:meth:`grid` plus, for an int with a bubble, the integers around the bubble's continuous optimum.
+
+        The search space lets a sampler pick any integer (27 microbatches), so the true best must consider it:
+        the bubble factor is unimodal in the count, its optimum ``sqrt((stages - 1) / overhead)``.
+        """
+        values = list(self.grid())
+        bubble = (self.effect or {}).get("bubble")
+        if bubble and self.type == "int" and self.low is not None and self.high is not None:
+            peak = math.sqrt((float(bubble["stages"]) - 1.0) / float(bubble["overhead"]))
+            for v in (math.floor(peak), math.ceil(peak)):
+                if self.low <= v <= self.high:
+                    values.append(int(v))
+        return tuple(dict.fromkeys(values))
+
+    def factor(self, value: Value) -> float:
+        """Relative throughput factor of ``value`` under this param's effect (1.0 = no effect)."""
+        effect = self.effect or {}
+        out = 1.0
+        if "values" in effect:
+            out *= 1.0 + float(effect["values"].get(value, 0.0))
+        if "bump" in effect and value:
+            bump = effect["bump"]
+            z = (math.log2(float(value)) - math.log2(float(bump["center"]))) / float(bump["width"])
+            out *= 1.0 + float(bump["height"]) * math.exp(-0.5 * z * z)
+        if "bubble" in effect and value:
+            stages, overhead = float(effect["bubble"]["stages"]), float(effect["bubble"]["overhead"])
+            out /= (1.0 + (stages - 1.0) / float(value)) * (1.0 + overhead * float(value))
+        return out
