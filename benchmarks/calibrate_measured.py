@@ -80,11 +80,12 @@ def observations(measurements: Path) -> list[tuple[str, frozenset[str], float, f
     """(label, settings, gain, weight): every measured configuration against its own experiment's deployed runs."""
     out: list[tuple[str, frozenset[str], float, float]] = []
     rows: dict[str, list[float]] = {}
+    settings_of = dict(PROBES)  # plus the recipe-with-more rows found below
     for path in STUDIES:
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
             m = re.match(r"│\s*\d+\s*│\s*(\S[^│]*?)\s*│[^│]*│[^│]*│[^│]*│\s*([+-][\d.]+)\s*│", line)
-            if m and m.group(1) in PROBES and not (i + 1 < len(lines) and re.match(r"│\s+│\s+│", lines[i + 1])):
+            if m and m.group(1) in settings_of and not (i + 1 < len(lines) and re.match(r"│\s+│\s+│", lines[i + 1])):
                 rows.setdefault(m.group(1), []).append(float(m.group(2)) / 100)
         for i, line in enumerate(lines):  # the recipe with more on top (a row folded over several lines)
             m = re.match(r"│\s*\d+\s*│\s*(jax_toolbox_llm \+[^│]*?)\s*│[^│]*│[^│]*│[^│]*│\s*([+-][\d.]+)\s*│", line)
@@ -98,9 +99,9 @@ def observations(measurements: Path) -> list[tuple[str, frozenset[str], float, f
                 label += " " + cont.group(1)
             extra = [EXTRA[x.strip()] for x in label.split("+", 1)[1].split(",")]
             rows.setdefault(label, []).append(float(m.group(2)) / 100)
-            PROBES[label] = RECIPE | set(extra)
+            settings_of[label] = RECIPE | set(extra)
     for label, gains in rows.items():  # one run each, four studies: weight by runs
-        out.append((f"study {label}", frozenset(PROBES[label]), statistics.mean(gains), math.sqrt(len(gains))))
+        out.append((f"study {label}", frozenset(settings_of[label]), statistics.mean(gains), math.sqrt(len(gains))))
     pb = json.loads((measurements / "fsdp_h200x2_plackett_burman12.json").read_text())
     base = statistics.mean(s for _, lv, s in pb["runs"] if all(v < 0 for v in lv))
     for i, levels, steady in pb["runs"]:

@@ -101,20 +101,12 @@ def _pool(pool: Any, key: str, path: Path) -> Mapping[str, Any] | None:
     """A landscape's ``pool:`` section, checked: ``gain`` a number, ``hides`` a list of ``{when: {...}, share: 0..1}``."""
     if pool is None:
         return None
-
-    def share(member: Any) -> float:
-        try:
-            return float(member["share"]) if isinstance(member, Mapping) and isinstance(member.get("when"), Mapping) \
-                else math.nan
-        except (KeyError, TypeError, ValueError):
-            return math.nan
-
     try:
-        gain = float(pool["gain"])
-        hides = pool["hides"]
+        ok = math.isfinite(float(pool["gain"])) and isinstance(pool["hides"], list) and bool(pool["hides"]) and all(
+            isinstance(m["when"], Mapping) and 0.0 <= float(m["share"]) <= 1.0 for m in pool["hides"])
     except (KeyError, TypeError, ValueError):
-        gain, hides = math.nan, None
-    if not (math.isfinite(gain) and isinstance(hides, list) and hides and all(0.0 <= share(m) <= 1.0 for m in hides)):
+        ok = False
+    if not ok:
         raise FlagoptError(str(path), key, f"a mapping with a numeric gain and hides: [{{when: {{...}}, share: 0..1}}, "
                            f"...]; got {pool!r}")
     return pool

@@ -9,7 +9,6 @@ import sys
 import time
 
 import optuna
-import pytest
 
 from flagopt.cli import main
 from flagopt.study import history, load_study
@@ -147,11 +146,8 @@ def _lock_row(db, study: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize(("name", "faults"), [("chain", "hang,nccl-init,coordination-timeout"),
-                                              ("broken", "coordination-timeout,coordination-timeout,coordination-timeout")])
-def test_each_class_counts_its_own_retries_in_a_chain(write_space, storage, tmp_path, name, faults):
-    """A hang, an NCCL init failure and one coordination timeout on one configuration are three unrelated flakes:
-    the configuration runs a fourth time and the study goes on. Three coordination timeouts stop it."""
+def _chain_study(write_space, storage, tmp_path, name, faults):
+    """One configuration whose launches fail with ``faults`` in turn (then run fine): exit code and its runs."""
     space = write_space(f"""
         name: {name}
         command: {FAULTY}
@@ -162,15 +158,26 @@ def test_each_class_counts_its_own_retries_in_a_chain(write_space, storage, tmp_
         noise: {{baseline_every: 100}}
     """)
     code = run(space, storage)
-    runs = by_profile(history(load_study(storage, name)))["p"]
+    return code, by_profile(history(load_study(storage, name)))["p"]
+
+
+def test_each_class_counts_its_own_retries_in_a_chain(write_space, storage, tmp_path):
+    """A hang, an NCCL init failure and one coordination timeout on one configuration are three unrelated flakes:
+    the configuration runs a fourth time and the study goes on."""
+    code, runs = _chain_study(write_space, storage, tmp_path, "chain", "hang,nccl-init,coordination-timeout")
+    assert code == 0
     classes = [r.attrs.get("failure_class") for r in runs]
-    if name == "chain":
-        assert code == 0
-        assert classes == ["hang", "nccl-init", "coordination-timeout", None], classes
-        assert [r.status for r in runs][-1] == "ok"
-        assert all(r.attrs.get("retry_of") == runs[0].number for r in runs[1:])
-    else:
-        assert code != 0  # stopped: the cluster's coordination service is what is broken
-        assert classes == ["coordination-timeout"] * 3, classes
-        verdict = optuna.load_study(study_name=name, storage=storage).user_attrs.get("flagopt.verdict")
-        assert verdict is None  # a stopped study draws no verdict
+    assert classes == ["hang", "nccl-init", "coordination-timeout", None], classes
+    assert [r.status for r in runs][-1] == "ok"
+    assert all(r.attrs.get("retry_of") == runs[0].number for r in runs[1:])
+
+
+def test_a_class_that_uses_up_its_own_retries_stops_the_study(write_space, storage, tmp_path):
+    """Three coordination timeouts in a row: the cluster's coordination service is what is broken."""
+    code, runs = _chain_study(write_space, storage, tmp_path, "broken",
+                              "coordination-timeout,coordination-timeout,coordination-timeout")
+    assert code != 0
+    classes = [r.attrs.get("failure_class") for r in runs]
+    assert classes == ["coordination-timeout"] * 3, classes
+    verdict = optuna.load_study(study_name="broken", storage=storage).user_attrs.get("flagopt.verdict")
+    assert verdict is None  # a stopped study draws no verdict

@@ -236,7 +236,7 @@ def test_the_measured_landscape_plays_the_real_2xh200_runs() -> None:
     assert land.true_gain({"xla_gpu_enable_triton_gemm": False}) < 0 < without["xla_gpu_enable_triton_gemm"] - 0.01
     assert land.true_gain({"xla_gpu_enable_pipelined_all_gather": True}) < -0.005
     assert without["xla_gpu_enable_pipelined_all_gather"] > 0.01
-    assert abs(without["xla_gpu_enable_pipelined_reduce_scatter"]) < 0.005  # +0.6 % alone, nothing in the recipe
+    assert abs(without["xla_gpu_enable_pipelined_reduce_scatter"]) < 0.005  # +1.0 % alone, nothing in the recipe
     assert land.noise["run"] <= 0.003
     best = land.best()
     assert recipe < best.gain < 0.05 and best.gain - recipe < 0.01  # no +5 % winner; the recipe is within 1 %
