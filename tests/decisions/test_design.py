@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 from flagopt.space import Param, load_space
 from flagopt.decide import (
@@ -109,18 +108,3 @@ def test_a_deployed_value_measured_best_is_refined_toward_its_better_neighbour_o
     assert refine_values(mb, measured, "16") == []
     assert refine_values(mb, measured, "16", around_deployed=True) == [23]
     assert refine_values(mb, {8: -0.09, 16: 0.0, 32: -0.12}, "16", around_deployed=True) == [11]
-
-
-def test_a_flag_whose_registry_default_the_real_job_contradicts_is_probed_both_ways():
-    """The 2xH200 study never probed the pipelined reduce-scatter on: the registry said XLA runs it on already
-    (debug_options_flags.cc), the real job measured otherwise, so the flag's default is left unknown."""
-    from flagopt.flags import FlagRegistry
-
-    s = load_space(Path(__file__).resolve().parents[2] / "docs/validation/h200x2/fsdp.yaml")
-    deployed = deployed_values(s, default_of=FlagRegistry.load().default)
-    params = {p.name: p for p in s.params}
-    assert deployed["pipelined_rs"] is None
-    assert probe_values(params["pipelined_rs"], deployed["pipelined_rs"]) == [True, False]
-    # the other pipelined collectives keep their registry default (off): only the value that changes something runs
-    assert deployed["pipelined_ag"] == "false"
-    assert probe_values(params["pipelined_ag"], deployed["pipelined_ag"]) == [True]
