@@ -1,7 +1,7 @@
 """Fit the `h200x2-measured` landscape to every real measurement of the 2xH200 FSDP job (issue 25, item 5).
 
-The data: the one-factor probes and profiles of the four real studies (docs/validation/h200x2/engine25*/
-leaderboard.txt, 4 runs of each setting), and the four experiments of ../shared/measurements/ (a 12-run
+The data: every measured configuration of the five real studies (docs/validation/h200x2/engine25*/
+leaderboard.txt: profiles, one-factor probes, combinations, balanced-screen points), and the four experiments of ../shared/measurements/ (a 12-run
 Plackett-Burman screen, the recipe's drop-one variants, its neighbourhood, a 4-round A/B). The model is the one the
 simulated job plays (flagopt/workloads/_landscape.py): a main effect per setting, a *communication pool* that the
 overlap settings share (each hides a share of what is still exposed, so together they add up to less than alone),
@@ -28,26 +28,30 @@ from scipy.optimize import least_squares
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIES = [ROOT / "docs/validation/h200x2" / d / "leaderboard.txt"
-           for d in ("engine25", "engine25-head", "engine25-head2", "engine25-rerun")]
+           for d in ("engine25", "engine25-head", "engine25-head2", "engine25-head3", "engine25-rerun")]
 
 #: Settings with a main effect of their own (short names). The overlap limit has none: it only hides communication
-#: (overlap limit 2 is +1.7 % alone and nothing on top of the recipe).
-MAIN = ["pag", "prs", "par", "dbuf", "tri_off", "no_remat", "simple", "ll", "ll128", "c1", "c8", "c32",
+#: (overlap limit 2 is +1.7 % alone and nothing on top of the recipe). The pipelined reduce-scatter ("prs") has no
+#: effect at all: the job's optimized train step is the same program with it unset, on and off (HLO dumps on the
+#: 2xH200 machine, docs/validation/h200x2/engine25-head3/NOTES.md), so the model gives it none.
+MAIN = ["pag", "par", "dbuf", "tri_off", "no_remat", "simple", "ll", "ll128", "c1", "c8", "c32",
         "ag32", "ag128", "ag512", "ag1g", "ag2g", "rs32", "rs128", "rs512", "rs2g", "ar1g", "lhs_off"]
 #: Pool members: (name, the settings that must all be on).
-POOL = [("prs", ("prs",)), ("ov2", ("ov2",)), ("ov4", ("ov4",)), ("pag+dbuf", ("pag", "dbuf")), ("c1", ("c1",))]
+POOL = [("ov2", ("ov2",)), ("ov4", ("ov4",)), ("pag+dbuf", ("pag", "dbuf")), ("c1", ("c1",))]
 #: Pairs with their own effect on top.
 PAIRS = [("tri_off", "pag"), ("par", "simple"), ("par", "ar1g")]
 
 RECIPE = {"tri_off", "ar1g", "ag1g", "rs128", "pag", "prs", "par", "dbuf", "no_remat", "c1"}
-#: The studies' leaderboard rows that set one thing (or a catalog profile): their settings.
-PROBES = {"overlap2": {"ov2"}, "overlap_limit=4": {"ov4"}, "cuda_connections=1": {"c1"}, "cuda_connections=8": {"c8"},
-          "cuda_connections=32": {"c32"}, "double_buffering": {"dbuf"}, "rs_threshold=134217728": {"rs128"},
-          "rs_threshold=33554432": {"rs32"}, "rs_threshold=536870912": {"rs512"}, "rs_threshold=2147483648": {"rs2g"},
-          "ag_threshold=33554432": {"ag32"}, "ag_threshold=134217728": {"ag128"}, "ag_threshold=536870912": {"ag512"},
-          "ag_threshold=2147483648": {"ag2g"}, "pipelined_ag=true": {"pag"}, "pipelined_ar=true": {"par"},
-          "pipelined_ag_rs": {"pag", "prs"}, "nccl_simple": {"simple"}, "nccl_proto=LL128": {"ll128"},
-          "nccl_proto=LL": {"ll"}, "lhs_off": {"lhs_off"}, "jax_toolbox_llm": RECIPE}
+#: Each setting as a study's leaderboard prints it (its flags column), by short name. ``pipelined_rs=false`` compiles
+#: to the deployed job's own program (as does ``=true``), so it sets nothing here.
+FLAG = {"overlap_limit=2": "ov2", "overlap_limit=4": "ov4", "cuda_connections=1": "c1", "cuda_connections=8": "c8",
+        "cuda_connections=32": "c32", "double_buffering=true": "dbuf", "rs_threshold=32 MiB": "rs32",
+        "rs_threshold=128 MiB": "rs128", "rs_threshold=512 MiB": "rs512", "rs_threshold=2 GiB": "rs2g",
+        "ag_threshold=32 MiB": "ag32", "ag_threshold=128 MiB": "ag128", "ag_threshold=512 MiB": "ag512",
+        "ag_threshold=1 GiB": "ag1g", "ag_threshold=2 GiB": "ag2g", "pipelined_ag=true": "pag", "pipelined_rs=true": "prs",
+        "pipelined_ar=true": "par", "nccl_proto=Simple": "simple", "nccl_proto=LL128": "ll128", "nccl_proto=LL": "ll",
+        "lhs=false": "lhs_off", "triton_gemm=false": "tri_off", "reduce_combine_threshold=1 GiB": "ar1g",
+        "passes=rematerialization": "no_remat", "pipelined_rs=false": None}
 #: Each short name as the landscape's (param, value).
 SETTING = {"pag": ("xla_gpu_enable_pipelined_all_gather", True), "prs": ("xla_gpu_enable_pipelined_reduce_scatter", True),
            "par": ("xla_gpu_enable_pipelined_all_reduce", True), "dbuf": ("xla_gpu_enable_while_loop_double_buffering", True),
@@ -76,32 +80,45 @@ DROP = {"recipe-cdmc1": "c1", "recipe-pipelined_ag": "pag", "recipe-pipelined_rs
         "recipe-ar1GiB": "ar1g", "recipe-dbuf": "dbuf", "recipe-no_remat": "no_remat"}
 
 
+def study_rows(path: Path) -> list[tuple[list[str], float, int]]:
+    """(flags, gain in %, runs) of each measured row of a study's leaderboard (a row folded over several lines is
+    joined); a winner's gain is over its fresh runs, and so is its count."""
+    rows: list[tuple[list[str], float, int]] = []
+    flags: list[str] = []
+    head: list[str] = []
+
+    def close() -> None:
+        if head and re.fullmatch(r"[+-][\d.]+", head[5]):
+            runs = re.match(r"(\d+)(?: \((\d+) fresh\))?", head[8])
+            rows.append(([f.strip() for f in " ".join(flags).split(",") if f.strip()], float(head[5]),
+                         int(runs.group(2) or runs.group(1))))
+
+    for line in path.read_text().splitlines():
+        if not line.startswith("│"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if cells[0]:  # a new row
+            close()
+            head, flags = cells, [cells[2]]
+        elif cells[2]:
+            flags.append(cells[2])
+    close()
+    return rows
+
+
 def observations(measurements: Path) -> list[tuple[str, frozenset[str], float, float]]:
     """(label, settings, gain, weight): every measured configuration against its own experiment's deployed runs."""
     out: list[tuple[str, frozenset[str], float, float]] = []
-    rows: dict[str, list[float]] = {}
-    settings_of = dict(PROBES)  # plus the recipe-with-more rows found below
+    runs_of: dict[frozenset[str], list[tuple[float, int]]] = {}  # settings -> (gain, runs) in each study
     for path in STUDIES:
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            m = re.match(r"│\s*\d+\s*│\s*(\S[^│]*?)\s*│[^│]*│[^│]*│[^│]*│\s*([+-][\d.]+)\s*│", line)
-            if m and m.group(1) in settings_of and not (i + 1 < len(lines) and re.match(r"│\s+│\s+│", lines[i + 1])):
-                rows.setdefault(m.group(1), []).append(float(m.group(2)) / 100)
-        for i, line in enumerate(lines):  # the recipe with more on top (a row folded over several lines)
-            m = re.match(r"│\s*\d+\s*│\s*(jax_toolbox_llm \+[^│]*?)\s*│[^│]*│[^│]*│[^│]*│\s*([+-][\d.]+)\s*│", line)
-            if not m:
-                continue
-            label = m.group(1)
-            for more in lines[i + 1:]:
-                cont = re.match(r"│\s+│\s*([^│]*?)\s*│", more)
-                if not cont or not cont.group(1):
-                    break
-                label += " " + cont.group(1)
-            extra = [EXTRA[x.strip()] for x in label.split("+", 1)[1].split(",")]
-            rows.setdefault(label, []).append(float(m.group(2)) / 100)
-            settings_of[label] = RECIPE | set(extra)
-    for label, gains in rows.items():  # one run each, four studies: weight by runs
-        out.append((f"study {label}", frozenset(settings_of[label]), statistics.mean(gains), math.sqrt(len(gains))))
+        for flags, gain_pct, runs in study_rows(path):
+            names = [FLAG.get(f, "?") for f in flags]
+            if "?" not in names:  # the baselines' rows and any setting the model does not know
+                runs_of.setdefault(frozenset(n for n in names if n), []).append((gain_pct / 100, runs))
+    for on, seen in runs_of.items():  # each study against its own deployed runs: weight by runs
+        n = sum(r for _, r in seen)
+        label = "the recipe" if on == RECIPE else ", ".join(sorted(on))
+        out.append((f"studies: {label or 'nothing (pipelined_rs=false)'}", on, sum(g * r for g, r in seen) / n, math.sqrt(n)))
     pb = json.loads((measurements / "fsdp_h200x2_plackett_burman12.json").read_text())
     base = statistics.mean(s for _, lv, s in pb["runs"] if all(v < 0 for v in lv))
     for i, levels, steady in pb["runs"]:
@@ -163,7 +180,7 @@ def main() -> None:
     for label, on, g, w in obs:
         model = gain(theta, on)
         res.append(model - g)
-        print(f"{label:42s} measured {100 * g:+6.2f} %  model {100 * model:+6.2f} %")
+        print(f"{label:48s} measured {100 * g:+6.2f} %  model {100 * model:+6.2f} %")
     print(f"rms residual {100 * math.sqrt(statistics.mean(r * r for r in res)):.2f} pp over {len(res)} configurations")
     n_main, n_pool = len(MAIN), len(POOL)
     effects: dict[str, dict] = {}

@@ -236,7 +236,7 @@ def test_the_measured_landscape_plays_the_real_2xh200_runs() -> None:
     assert land.true_gain({"xla_gpu_enable_triton_gemm": False}) < 0 < without["xla_gpu_enable_triton_gemm"] - 0.01
     assert land.true_gain({"xla_gpu_enable_pipelined_all_gather": True}) < -0.005
     assert without["xla_gpu_enable_pipelined_all_gather"] > 0.01
-    assert abs(without["xla_gpu_enable_pipelined_reduce_scatter"]) < 0.005  # +1.0 % alone, nothing in the recipe
+    assert abs(without["xla_gpu_enable_pipelined_reduce_scatter"]) == 0  # the same compiled program on, off or unset
     assert land.noise["run"] <= 0.003
     best = land.best()
     assert recipe < best.gain < 0.05 and best.gain - recipe < 0.01  # no +5 % winner; the recipe is within 1 %
@@ -261,6 +261,6 @@ def test_a_setting_only_a_profile_sets_is_read_by_the_job_but_not_offered_to_the
 def test_a_bad_pool_section_is_one_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
-    path.write_text(text.replace("{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 0.169}", "{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 1.7}"))
+    path.write_text(text.replace("{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 0.423}", "{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 1.7}"))
     with pytest.raises(FlagoptError, match=r"h200x2-measured\.pool"):
         load_landscape("h200x2-measured", path)
