@@ -1,13 +1,14 @@
 """Fit the `h200x2-measured` landscape to every real measurement of the 2xH200 FSDP job (issue 25, item 5).
 
 The data: every measured configuration of the five real studies (docs/validation/h200x2/engine25*/
-leaderboard.txt: profiles, one-factor probes, combinations, balanced-screen points), and the four experiments of ../shared/measurements/ (a 12-run
-Plackett-Burman screen, the recipe's drop-one variants, its neighbourhood, a 4-round A/B). The model is the one the
-simulated job plays (flagopt/workloads/_landscape.py): a main effect per setting, a *communication pool* that the
-overlap settings share (each hides a share of what is still exposed, so together they add up to less than alone),
-and three pairs with an effect of their own (Triton GEMMs off pays only with the pipelined all-gather; the
-pipelined all-reduce pays with a 1 GiB all-reduce threshold and hurts with NCCL_PROTO=Simple). ``scipy.optimize.least_squares`` fits it; the script prints each
-observation against the fit and the landscape's effects as the YAML of ``h200x2-measured`` in landscapes.yaml.
+leaderboard.txt: profiles, one-factor probes, combinations, balanced-screen points), and the four experiments of
+../shared/measurements/ (a 12-run Plackett-Burman screen, the recipe's drop-one variants, its neighbourhood, a
+4-round A/B). The model is the one the simulated job plays (flagopt/workloads/_landscape.py): a main effect per
+setting, a *communication pool* that the overlap settings share (each hides a share of what is still exposed, so
+together they add up to less than alone), and three pairs with an effect of their own (Triton GEMMs off pays only
+with the pipelined all-gather; the pipelined all-reduce pays with a 1 GiB all-reduce threshold and hurts with
+NCCL_PROTO=Simple). ``scipy.optimize.least_squares`` fits it; the script prints each observation against the fit
+and the landscape's effects as the YAML of ``h200x2-measured`` in landscapes.yaml.
 
 Usage:
     python benchmarks/calibrate_measured.py [--measurements ../shared/measurements]
@@ -48,8 +49,9 @@ FLAG = {"overlap_limit=2": "ov2", "overlap_limit=4": "ov4", "cuda_connections=1"
         "cuda_connections=32": "c32", "double_buffering=true": "dbuf", "rs_threshold=32 MiB": "rs32",
         "rs_threshold=128 MiB": "rs128", "rs_threshold=512 MiB": "rs512", "rs_threshold=2 GiB": "rs2g",
         "ag_threshold=32 MiB": "ag32", "ag_threshold=128 MiB": "ag128", "ag_threshold=512 MiB": "ag512",
-        "ag_threshold=1 GiB": "ag1g", "ag_threshold=2 GiB": "ag2g", "pipelined_ag=true": "pag", "pipelined_rs=true": "prs",
-        "pipelined_ar=true": "par", "nccl_proto=Simple": "simple", "nccl_proto=LL128": "ll128", "nccl_proto=LL": "ll",
+        "ag_threshold=1 GiB": "ag1g", "ag_threshold=2 GiB": "ag2g", "pipelined_ag=true": "pag",
+        "pipelined_rs=true": "prs", "pipelined_ar=true": "par", "nccl_proto=Simple": "simple",
+        "nccl_proto=LL128": "ll128", "nccl_proto=LL": "ll",
         "lhs=false": "lhs_off", "triton_gemm=false": "tri_off", "reduce_combine_threshold=1 GiB": "ar1g",
         "passes=rematerialization": "no_remat", "pipelined_rs=false": None}
 #: Each short name as the landscape's (param, value).
@@ -72,9 +74,6 @@ SETTING = {"pag": ("xla_gpu_enable_pipelined_all_gather", True), "prs": ("xla_gp
            "rs2g": ("xla_gpu_reduce_scatter_combine_threshold_bytes", 2147483648),
            "ar1g": ("xla_gpu_all_reduce_combine_threshold_bytes", 1073741824),
            "lhs_off": ("xla_gpu_enable_latency_hiding_scheduler", False)}
-#: The settings a study row adds on top of the recipe, by their leaderboard names.
-EXTRA = {"overlap_limit=4": "ov4", "overlap_limit=2": "ov2", "nccl_proto=Simple": "simple", "nccl_proto=LL128": "ll128",
-         "cuda_connections=8": "c8", "cuda_connections=32": "c32"}
 PB_FACTORS = ["ag1g", "rs128", "pag", "prs", "par", "dbuf", "ov2", "tri_off", "no_remat", "simple", "c1"]
 DROP = {"recipe-cdmc1": "c1", "recipe-pipelined_ag": "pag", "recipe-pipelined_rs": "prs", "recipe-rs128MiB": "rs128",
         "recipe-ar1GiB": "ar1g", "recipe-dbuf": "dbuf", "recipe-no_remat": "no_remat"}
@@ -118,7 +117,8 @@ def observations(measurements: Path) -> list[tuple[str, frozenset[str], float, f
     for on, seen in runs_of.items():  # each study against its own deployed runs: weight by runs
         n = sum(r for _, r in seen)
         label = "the recipe" if on == RECIPE else ", ".join(sorted(on))
-        out.append((f"studies: {label or 'nothing (pipelined_rs=false)'}", on, sum(g * r for g, r in seen) / n, math.sqrt(n)))
+        label = label or "nothing (pipelined_rs=false)"
+        out.append((f"studies: {label}", on, sum(g * r for g, r in seen) / n, math.sqrt(n)))
     pb = json.loads((measurements / "fsdp_h200x2_plackett_burman12.json").read_text())
     base = statistics.mean(s for _, lv, s in pb["runs"] if all(v < 0 for v in lv))
     for i, levels, steady in pb["runs"]:
