@@ -5,6 +5,7 @@
 * :func:`suggest_brackets` and :func:`space_snippet` turn the sizes into threshold choices for a space file.
 * :func:`bubble_fraction` and :func:`bubble_table` model the pipeline bubble against measured gains.
 * :func:`explain` writes the report's "why the winning flag wins" sentences.
+* :func:`compare_programs` says whether two dumps are the same program (a flag that cannot change speed).
 
 Example:
     >>> from flagopt.evidence import bubble_fraction
@@ -21,6 +22,7 @@ from flagopt.evidence._explain import explain
 from flagopt.evidence._format import format_table, human_bytes
 from flagopt.evidence._groups import ReplicaGroups, parse_replica_groups
 from flagopt.evidence._model import KINDS, Collective, HloEvidence, KindSummary, Loop
+from flagopt.evidence._same import ProgramComparison, compare_programs, compare_texts
 
 __all__ = [
     "KINDS",
@@ -29,10 +31,13 @@ __all__ = [
     "HloEvidence",
     "KindSummary",
     "Loop",
+    "ProgramComparison",
     "ReplicaGroups",
     "analyze",
     "bubble_fraction",
     "bubble_table",
+    "compare_programs",
+    "compare_texts",
     "explain",
     "find_modules",
     "format_table",

@@ -3,6 +3,8 @@
 # =true and =false (4 steps each, the deployed latency-hiding scheduler on) and compare the optimized HLO modules
 # once metadata, ids, backend configs (autotuned GEMM algorithms, fusion emitters) and fingerprints are stripped.
 # Usage, on the device (1 minute): bash docs/validation/h200x2/same_program.sh xla_gpu_enable_pipelined_reduce_scatter
+# Where flagopt's dependencies are installed, `python -m flagopt evidence A --same-as B` makes the same comparison
+# (it also leaves out the dumps' source-location tables) on the modules this writes to $OUT.
 set -u
 flag=${1:?usage: same_program.sh FLAG_NAME}
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
