@@ -55,7 +55,7 @@ FLAG = {"overlap_limit=2": "ov2", "overlap_limit=4": "ov4", "cuda_connections=1"
         "lhs=false": "lhs_off", "triton_gemm=false": "tri_off", "reduce_combine_threshold=1 GiB": "ar1g",
         "passes=rematerialization": "no_remat", "pipelined_rs=false": None}
 #: Each short name as the landscape's (param, value).
-SETTING = {"pag": ("xla_gpu_enable_pipelined_all_gather", True), "prs": ("xla_gpu_enable_pipelined_reduce_scatter", True),
+SETTING = {"pag": ("xla_gpu_enable_pipelined_all_gather", True),
            "par": ("xla_gpu_enable_pipelined_all_reduce", True), "dbuf": ("xla_gpu_enable_while_loop_double_buffering", True),
            "ov2": ("xla_gpu_experimental_parallel_collective_overlap_limit", 2),
            "ov4": ("xla_gpu_experimental_parallel_collective_overlap_limit", 4),

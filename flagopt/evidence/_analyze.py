@@ -214,6 +214,18 @@ def pick_module(root: Path, module: str | None = None) -> tuple[Path, str]:
     return max(files, key=size), f"largest of {len(files)} modules (none has collectives)"
 
 
+def module_file(path: str | Path, module: str | None = None) -> tuple[Path, str]:
+    """The optimized module file a path names (a dump directory: :func:`pick_module`'s choice), and why.
+
+    Raises:
+        FlagoptError: the path does not exist or holds no optimized module dump.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FlagoptError(str(path), None, f"no such file or directory; {_HINT}")
+    return pick_module(path, module) if path.is_dir() else (path, "file given")
+
+
 def analyze(path: str | Path, module: str | None = None) -> HloEvidence:
     """Read the collectives of one optimized HLO module.
 
@@ -225,12 +237,7 @@ def analyze(path: str | Path, module: str | None = None) -> HloEvidence:
     Raises:
         FlagoptError: the path does not exist or holds no optimized module dump.
     """
-    path = Path(path)
-    if not path.exists():
-        raise FlagoptError(str(path), None, f"no such file or directory; {_HINT}")
-    selection = "file given"
-    if path.is_dir():
-        path, selection = pick_module(path, module)
+    path, selection = module_file(path, module)
     text = parse_module(path.read_bytes().decode("utf-8", errors="replace"))
     collectives, loops = _collect(_Module(text))
     return HloEvidence(

@@ -22,8 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from flagopt.errors import FlagoptError
-from flagopt.evidence._analyze import pick_module
+from flagopt.evidence._analyze import module_file
 
 #: What varies between compiles of one program: metadata, ids, backend configs (autotuned algorithms, emitters; the
 #: attribute runs to the end of its line), the fusion kind an emitter implies, fingerprints of the module.
@@ -80,6 +79,12 @@ def normalise(text: str) -> list[str]:
     return out
 
 
+def _shown(only: Counter, keep: int) -> tuple[str, ...]:
+    """The first few lines of one side's surplus, instructions first: a lone brace says nothing."""
+    lines = list(only.elements())
+    return tuple(([line for line in lines if " = " in line] or lines)[:keep])
+
+
 def compare_texts(first: str, second: str, names: tuple[str, str] = ("first", "second"),
                   keep: int = 5) -> ProgramComparison:
     """Compare two optimized HLO module texts (see the module docstring for what is left out)."""
@@ -90,33 +95,20 @@ def compare_texts(first: str, second: str, names: tuple[str, str] = ("first", "s
     if same:
         ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
         moved = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag != "equal")
-    def shown(only: Counter) -> tuple[str, ...]:  # instructions first: a lone brace says nothing
-        lines = list(only.elements())
-        return tuple(([line for line in lines if " = " in line] or lines)[:keep])
-
     return ProgramComparison(
         first=names[0], second=names[1], same=same, reordered=moved,
-        only_first=shown(only_a), only_second=shown(only_b),
+        only_first=_shown(only_a, keep), only_second=_shown(only_b, keep),
         differing=sum(only_a.values()) + sum(only_b.values()),
     )  # fmt: skip
 
 
-def _module_text(path: Path, module: str | None) -> tuple[Path, str]:
-    if not path.exists():
-        raise FlagoptError(str(path), None, "no such file or directory: give an --xla_dump_to directory or one "
-                                            "*after_optimizations.txt")
-    if path.is_dir():
-        path, _ = pick_module(path, module)
-    return path, path.read_bytes().decode("utf-8", errors="replace")
-
-
 def compare_programs(first: str | Path, second: str | Path, module: str | None = None) -> ProgramComparison:
-    """Compare the optimized modules of two dumps (directories: the module :func:`pick_module` picks, e.g. the
+    """Compare the optimized modules of two dumps (directories: the module :func:`module_file` picks, e.g. the
     train step; or two ``*after_optimizations.txt`` files).
 
     Raises:
         FlagoptError: a path does not exist or holds no optimized module.
     """
-    path_a, text_a = _module_text(Path(first), module)
-    path_b, text_b = _module_text(Path(second), module)
-    return compare_texts(text_a, text_b, names=(str(path_a), str(path_b)))
+    path_a, path_b = (module_file(p, module)[0] for p in (first, second))
+    return compare_texts(*(p.read_bytes().decode("utf-8", errors="replace") for p in (path_a, path_b)),
+                         names=(str(path_a), str(path_b)))
