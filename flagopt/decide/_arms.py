@@ -28,6 +28,8 @@ class Arm:
     #: re-running, so it is high by selection; the later runs are fresh (``None`` below two runs).
     claim: stats.ArmEstimate | None = None
     numerics_flagged: bool = False
+    #: Its first run compiled to the deployed job's program (flagopt.study._same_program): it cannot change speed.
+    same_program: bool = False
     failures: tuple[RunRecord, ...] = field(default_factory=tuple)
 
     @property
@@ -93,7 +95,8 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
                 claim = fresh[key]
         arms.append(Arm(config_key=key, label=first.label, kind=first.kind if first.kind != "repeat" else "sampled",
                         first=first, runs=ok, estimate=estimate, verdict=verdict, claim=claim,
-                        numerics_flagged=any(r.attrs.get("numerics_flag") for r in ok), failures=failures))
+                        numerics_flagged=any(r.attrs.get("numerics_flag") for r in ok),
+                        same_program=any(r.attrs.get("same_program") is True for r in recs), failures=failures))
     return arms
 
 

@@ -48,11 +48,13 @@ class EffectsModel:
     fit: stats.EffectsFit
     #: Each param's values that some modelled run set (other than the deployed one).
     values: Mapping[str, tuple[design.Scalar, ...]]
+    #: Settings whose runs compiled to the deployed job's program: exactly no effect (:func:`no_op_features`).
+    zero: frozenset[str] = frozenset()
 
     def features_of(self, settings: Mapping[str, design.Scalar]) -> frozenset[str]:
         params = {p.name: p for p in self.space.params}
         return frozenset(feature(n, v) for n, v in settings.items()
-                         if n not in params or not design.same_value(params[n], v, self.deployed.get(n)))
+                         if n not in params or not design.same_value(params[n], v, self.deployed.get(n))) - self.zero
 
     def predict(self, settings: Mapping[str, design.Scalar], *, own_runs: bool = True) -> stats.Prediction:
         """The gain of the configuration that sets ``settings`` on top of the deployed job.
@@ -123,6 +125,19 @@ def _smoothed(param, scored: Mapping[design.Scalar, tuple[float, float]],
     return out
 
 
+def _features(space: Space, rec: RunRecord, deployed: Mapping[str, str | None], params: Mapping) -> frozenset[str]:
+    settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+    return frozenset(feature(n, v) for n, v in settings.items()
+                     if n not in params or not design.same_value(params[n], v, deployed.get(n)))
+
+
+def no_op_features(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None]) -> frozenset[str]:
+    """The settings of every run that compiled to the deployed job's program (``same_program``): exact zeros."""
+    params = {p.name: p for p in space.params}
+    return frozenset().union(*(_features(space, r, deployed, params) for r in records
+                               if r.attrs.get("same_program") is True))
+
+
 def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None], *,
                   sigma: float, direction: str = "maximize") -> EffectsModel | None:
     """Fit the effects model to the study's successful runs, controls included; ``None`` before any control ran."""
@@ -131,6 +146,7 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
     observations: list[stats.Observation] = []
     values: dict[str, list[design.Scalar]] = {}
     params = {p.name: p for p in space.params}
+    zero = no_op_features(space, records, deployed)
     for rec in records:
         if not rec.ok or not (rec.is_baseline or rec.kind in _MODELLED_KINDS and rec.config_key):
             continue
@@ -139,9 +155,10 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
             continue
         feats: frozenset[str] = frozenset()
         if not rec.is_baseline:
+            # a setting that compiles to the deployed program has no effect to estimate: a run of nothing else is
+            # one more run of the deployed job (it informs the drift)
             settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
-            feats = frozenset(feature(n, v) for n, v in settings.items()
-                              if n not in params or not design.same_value(params[n], v, deployed.get(n)))
+            feats = _features(space, rec, deployed, params) - zero
             for n, v in settings.items():
                 if n in params and feature(n, v) in feats and v not in values.setdefault(n, []):
                     values[n].append(v)
@@ -150,4 +167,4 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
     if len(observations) < 2:
         return None
     fit = stats.fit_effects(observations, sigma=sigma)
-    return EffectsModel(space, deployed, fit, {n: tuple(vs) for n, vs in values.items()})
+    return EffectsModel(space, deployed, fit, {n: tuple(vs) for n, vs in values.items()}, zero)

@@ -170,7 +170,7 @@ class Planner(Screen, Race, Stopping):
         if not space.params:
             # Same recommendation rule as any other budget stop: a confirmed-better profile below the win bar is
             # still the one to deploy.
-            eligible = [a for a in arms if a.estimate is not None and (space.numerics.allow or not a.numerics_flagged)]
+            eligible = self.eligible(arms)
             why = "every profile was evaluated and the space has no params to sample" if space.profiles \
                 else "the space has no profiles and no params: only the baselines were compared"
             return self.budget_verdict("budget", why, eligible, [arm_summary(a) for a in arms],

@@ -52,7 +52,9 @@ class Race:
         return since >= every
 
     def eligible(self, arms: Sequence[Arm]) -> list[Arm]:
-        return [a for a in arms if a.estimate is not None and (self.space.numerics.allow or not a.numerics_flagged)]
+        """Arms that could be recommended: measured, numerics accepted, not the deployed job's own program."""
+        return [a for a in arms if a.estimate is not None and (self.space.numerics.allow or not a.numerics_flagged)
+                and not a.same_program]
 
     def winners(self, arms: Sequence[Arm]) -> list[Arm]:
         """Arms whose fresh runs (all but the selecting first) clear ``stop.win`` at the family-wise confidence."""
@@ -134,8 +136,8 @@ class Race:
                 continue
             if flying and not self.open_after(est, flying, target, against_null=leader is None):
                 continue  # the runs in flight are expected to settle it: another would be wasted
-            if arm.numerics_flagged and not self.space.numerics.allow:
-                continue
+            if arm.numerics_flagged and not self.space.numerics.allow or arm.same_program:
+                continue  # a run more could not make it a recommendation
             if informs_only(arm, self.space.stop.win):
                 continue  # a row of the balanced screen informs the effects; the model's next combination carries it
             if top is not None and arm is not top and arm.n < noise.min_runs \

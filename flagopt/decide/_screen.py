@@ -96,7 +96,7 @@ class Screen(Proposals):
         for param in space.params:
             # refinement looks between the grid points only (never refines a refinement), and only where the best
             # grid point stands out of the noise
-            measured = {v: a.estimate.gain for v, a in by_param.get(param.name, {}).items()
+            measured = {v: 0.0 if a.same_program else a.estimate.gain for v, a in by_param.get(param.name, {}).items()
                         if a.estimate is not None and a.first.attrs.get("design") == "probe"}
             if not measured:
                 continue
@@ -281,6 +281,6 @@ class Screen(Proposals):
 
     def best_measured(self, arms: Sequence[Arm]) -> Arm | None:
         """The arm with the best estimate above zero, if any."""
-        scored = [a for a in arms if a.estimate is not None and a.estimate.gain > 0
+        scored = [a for a in arms if a.estimate is not None and a.estimate.gain > 0 and not a.same_program
                   and (self.space.numerics.allow or not a.numerics_flagged)]
         return max(scored, key=lambda a: a.estimate.gain) if scored else None

@@ -167,7 +167,9 @@ class Asking:
         if handling.exclude_value:
             flags = (collected.failure.details or {}).get("unknown_flags") or []
             tokens = set(self._excluded())
-            settings_tokens = set(str(attrs.get("xla_flags") or "").split()) if not flags else set()
+            # never the dump options flagopt adds itself (the evidence run, a compared probe)
+            settings_tokens = {t for t in str(attrs.get("xla_flags") or "").split()
+                               if not t.startswith("--xla_dump")} if not flags else set()
             tokens.update(flags or settings_tokens)
             self.study.set_user_attr("flagopt.excluded", sorted(tokens))
         failure_class = collected.failure.failure_class

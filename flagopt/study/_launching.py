@@ -24,6 +24,7 @@ from flagopt.decide import baseline_runs
 from flagopt.study._collect import Collected, collect
 from flagopt.decide import Plan, Verdict, arm_summary
 from flagopt.study._faults import WRITE_FAULT_WORDS, StorageFault
+from flagopt.study._same_program import DUMP_FOLDER, compare_with_deployed, dumps_program
 
 #: How often at most a Slurm job pending on node trouble (``ReqNodeNotAvail``...) makes the driver ask ``sinfo``.
 NODE_RECHECK_S = 10.0
@@ -59,8 +60,8 @@ class Launching:
         trial_dir = self.folder / "trials" / str(trial.number)
         trial_dir.mkdir(parents=True, exist_ok=True)
         extra = ()
-        if plan.kind == "evidence":
-            extra = (f"--xla_dump_to={trial_dir / 'hlo'}", *EVIDENCE_FLAGS)
+        if plan.kind == "evidence" or dumps_program(self.space, plan.kind, plan.config, self.records()):
+            extra = (f"--xla_dump_to={trial_dir / DUMP_FOLDER}", *EVIDENCE_FLAGS)
         rendered = render(self.space, plan.config, default_of=self.default_of, extra_flags=extra)
         hit = sorted(set(rendered.xla_flags.split()) & self._excluded())
         if hit:
@@ -221,8 +222,15 @@ class Launching:
                             reference_loss=reference if isinstance(reference, (int, float)) else None,
                             slot=run.plan.slot)
         collected.attrs.update({f"scheduler_{k}": v for k, v in run.job.times().items() if v is not None})
+        dump = Path(run.launch.trial_dir) / DUMP_FOLDER
         if run.plan.kind == "evidence" and collected.status == R.OK:
-            collected.attrs.update(evidence_summary(Path(run.launch.trial_dir) / "hlo"))
+            collected.attrs.update(evidence_summary(dump))
+        elif collected.status == R.OK and dump.is_dir():
+            # An XLA-only probe or profile: is it the deployed job's program? (then its effect is exactly zero)
+            collected.attrs.update(compare_with_deployed(dump, records))
+            if collected.attrs.get("same_program"):
+                self.progress.note(f"trial {run.trial.number} {run.plan.config.profile}: the deployed job's program "
+                                   "(its flags change nothing XLA emits): its effect is taken as zero")
         if self._stop_requested and collected.status != R.OK:
             collected.status = R.CANCELLED
             collected.attrs.setdefault("failure_reason", f"cancelled ({self._stop_requested})")

@@ -209,7 +209,8 @@ def leaderboard(records: list[RunRecord], noise: NoiseSpec, direction: str = "ma
             "steady": _mean([r.attrs["steady"] for r in arm.runs]), "step_s": _step_s(arm.runs, window),
             "delta_pct": 100 * est.gain if est else None,
             "ci_lo_pct": 100 * est.lo if est else None, "ci_hi_pct": 100 * est.hi if est else None,
-            "verdict": (arm.verdict + (" (numerics)" if arm.numerics_flagged else "")) if est else "-",
+            "verdict": ("no effect (same program)" if arm.same_program else
+                        arm.verdict + (" (numerics)" if arm.numerics_flagged else "")) if est else "-",
             "runs": arm.n, "status": "ok" if arm.runs else (arm.failures[-1].status if arm.failures else "running"),
             "failure": "" if arm.runs else f"{failure.get('failure_class', '')}: {failure.get('failure_reason', '')}".strip(": "),
             "slots": _slots(arm.runs),

@@ -137,3 +137,36 @@ def test_a_real_jax_study_of_the_reference_workload(tmp_path):
         assert len(r.attrs["steps"]) == 15 and r.attrs["steady"] > 0
         assert r.attrs["run_info"]["num_devices"] == "2"
     assert records[1].attrs["xla_flags"].split()[-1] == "--xla_gpu_enable_latency_hiding_scheduler=false"
+
+
+@pytest.mark.slow
+def test_a_real_jax_study_takes_a_flag_that_compiles_to_the_deployed_program_as_no_effect(tmp_path, capsys):
+    # On CPU a GPU flag changes nothing XLA emits; skipping the algebraic simplifier does. Each probe's first run is
+    # dumped and compared with the evidence run's dump, then the dump is removed.
+    space = write(tmp_path, """
+        name: samejax
+        command: ["{python}", "-m", "flagopt.workloads.lm", "mode=fsdp", "layers=2", "d_model=64", "seq=32",
+                  "batch=8", "dtype=f32", "host_devices=2", "steps=15"]
+        params:
+          gpu_pipe: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+          no_simp: {xla: xla_disable_hlo_passes, choices: [algsimp]}
+        evidence: true
+        stop: {max_trials: 4}
+        noise: {max_repeats: 1, baseline_every: 100}
+    """)
+    storage = f"sqlite:///{tmp_path}/studies/flagopt.db"
+    assert main(["run", "--space", str(space), "--storage", storage]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gpu_pipe=true: the deployed job's program" in out and "no_simp=algsimp: the deployed" not in out
+    records = history(load_study(storage, "samejax"))
+    assert [r.kind for r in records] == ["baseline-deployed", "evidence", "probe", "probe"]
+    gpu, simp = records[2], records[3]
+    assert gpu.attrs["same_program"] is True and "same program" in gpu.attrs["same_program_summary"]
+    assert simp.attrs["same_program"] is False and "different programs" in simp.attrs["same_program_summary"]
+    for probe in (gpu, simp):
+        assert "--xla_dump_to=" in probe.attrs["xla_flags"]
+        assert not (Path(probe.attrs["trial_dir"]) / "hlo").exists()  # compared, then removed
+    assert (Path(records[1].attrs["trial_dir"]) / "hlo").is_dir()  # the deployed job's dump stays for the report
+    assert main(["leaderboard", "samejax", "--storage", storage, "--json"]) == 0
+    rows = {row["trial"]: row["verdict"] for row in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows[gpu.number] == "no effect (same program)" and rows[simp.number] != rows[gpu.number]
