@@ -42,10 +42,11 @@ def xla_only(config: TrialConfig) -> bool:
 
 def dumps_program(space: Space, kind: str, config: TrialConfig, records: Sequence[RunRecord]) -> bool:
     """Whether this run is dumped to compare its program with the deployed job's: ``evidence`` is on, it is the
-    first run of an XLA-only probe or profile, and the deployed job's dump exists or is on its way."""
+    first run of an XLA-only probe or profile, and the deployed job's dump is there to compare with (with several
+    slots the first probes may start before the evidence run ends: they are not dumped, and count as measured)."""
     if not space.evidence or kind not in COMPARED_KINDS or not xla_only(config):
         return False
-    return not any(r.config_key == config.config_key and r.ok for r in records)
+    return evidence_dump(records) is not None and not any(r.config_key == config.config_key and r.ok for r in records)
 
 
 def evidence_dump(records: Sequence[RunRecord]) -> Path | None:
@@ -63,7 +64,7 @@ def compare_with_deployed(dump: Path, records: Sequence[RunRecord]) -> dict[str,
     compared (a MaxText dump is tens of megabytes a run). Kept, with the reason, when there is nothing to compare
     it with yet or it cannot be read: ``flagopt evidence A --same-as B`` answers it by hand."""
     deployed = evidence_dump(records)
-    if deployed is None:
+    if deployed is None:  # removed meanwhile
         return {"same_program_error": "the deployed job's dump (the evidence run) is not there: not compared"}
     try:
         comparison = compare_programs(dump, deployed)
