@@ -52,9 +52,7 @@ class EffectsModel:
     zero: frozenset[str] = frozenset()
 
     def features_of(self, settings: Mapping[str, design.Scalar]) -> frozenset[str]:
-        params = {p.name: p for p in self.space.params}
-        return frozenset(feature(n, v) for n, v in settings.items()
-                         if n not in params or not design.same_value(params[n], v, self.deployed.get(n))) - self.zero
+        return changed_features(self.space, settings, self.deployed) - self.zero
 
     def predict(self, settings: Mapping[str, design.Scalar], *, own_runs: bool = True) -> stats.Prediction:
         """The gain of the configuration that sets ``settings`` on top of the deployed job.
@@ -125,17 +123,18 @@ def _smoothed(param, scored: Mapping[design.Scalar, tuple[float, float]],
     return out
 
 
-def _features(space: Space, rec: RunRecord, deployed: Mapping[str, str | None], params: Mapping) -> frozenset[str]:
-    settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+def changed_features(space: Space, settings: Mapping[str, design.Scalar],
+                     deployed: Mapping[str, str | None]) -> frozenset[str]:
+    """The model's names of the settings that differ from the deployed job's (a profile's own flags always do)."""
+    params = {p.name: p for p in space.params}
     return frozenset(feature(n, v) for n, v in settings.items()
                      if n not in params or not design.same_value(params[n], v, deployed.get(n)))
 
 
 def no_op_features(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None]) -> frozenset[str]:
     """The settings of every run that compiled to the deployed job's program (``same_program``): exact zeros."""
-    params = {p.name: p for p in space.params}
-    return frozenset().union(*(_features(space, r, deployed, params) for r in records
-                               if r.attrs.get("same_program") is True))
+    return frozenset().union(*(changed_features(space, design.settings_of_record(space, r.attrs.get("settings") or {}),
+                                                deployed) for r in records if r.attrs.get("same_program") is True))
 
 
 def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[str, str | None], *,
@@ -158,7 +157,7 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
             # a setting that compiles to the deployed program has no effect to estimate: a run of nothing else is
             # one more run of the deployed job (it informs the drift)
             settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
-            feats = _features(space, rec, deployed, params) - zero
+            feats = changed_features(space, settings, deployed) - zero
             for n, v in settings.items():
                 if n in params and feature(n, v) in feats and v not in values.setdefault(n, []):
                     values[n].append(v)

@@ -60,7 +60,7 @@ class Launching:
         trial_dir = self.folder / "trials" / str(trial.number)
         trial_dir.mkdir(parents=True, exist_ok=True)
         extra = ()
-        if plan.kind == "evidence" or dumps_program(self.space, plan.kind, plan.config, self.records()):
+        if plan.kind == "evidence" or dumps_program(self.space, plan.kind, plan.config, self.records):
             extra = (f"--xla_dump_to={trial_dir / DUMP_FOLDER}", *EVIDENCE_FLAGS)
         rendered = render(self.space, plan.config, default_of=self.default_of, extra_flags=extra)
         hit = sorted(set(rendered.xla_flags.split()) & self._excluded())

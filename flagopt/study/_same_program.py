@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +40,15 @@ def xla_only(config: TrialConfig) -> bool:
     return bool(config.xla) and not (config.env or config.args or config.libtpu)
 
 
-def dumps_program(space: Space, kind: str, config: TrialConfig, records: Sequence[RunRecord]) -> bool:
+def dumps_program(space: Space, kind: str, config: TrialConfig, records: Callable[[], Sequence[RunRecord]]) -> bool:
     """Whether this run is dumped to compare its program with the deployed job's: ``evidence`` is on, it is the
     first run of an XLA-only probe or profile, and the deployed job's dump is there to compare with (with several
-    slots the first probes may start before the evidence run ends: they are not dumped, and count as measured)."""
+    slots the first probes may start before the evidence run ends: they are not dumped, and count as measured).
+    ``records`` reads the study's runs, only for a run that could be dumped (it is a storage read)."""
     if not space.evidence or kind not in COMPARED_KINDS or not xla_only(config):
         return False
-    return evidence_dump(records) is not None and not any(r.config_key == config.config_key and r.ok for r in records)
+    runs = records()
+    return evidence_dump(runs) is not None and not any(r.config_key == config.config_key and r.ok for r in runs)
 
 
 def evidence_dump(records: Sequence[RunRecord]) -> Path | None:
@@ -61,8 +63,8 @@ def evidence_dump(records: Sequence[RunRecord]) -> Path | None:
 
 def compare_with_deployed(dump: Path, records: Sequence[RunRecord]) -> dict[str, Any]:
     """Trial attrs saying whether the run at ``dump`` is the deployed job's program; the dump is removed when
-    compared (a MaxText dump is tens of megabytes a run). Kept, with the reason, when there is nothing to compare
-    it with yet or it cannot be read: ``flagopt evidence A --same-as B`` answers it by hand."""
+    compared (a MaxText dump is tens of megabytes a run). Kept, with the reason, when it cannot be read or the
+    deployed job's dump is gone: ``flagopt evidence A --same-as B`` answers it by hand."""
     deployed = evidence_dump(records)
     if deployed is None:  # removed meanwhile
         return {"same_program_error": "the deployed job's dump (the evidence run) is not there: not compared"}

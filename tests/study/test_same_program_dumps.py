@@ -28,16 +28,18 @@ def space_with(tmp_path, evidence: bool):
 def test_only_first_runs_of_xla_only_configurations_are_dumped_once_the_deployed_dump_is_there(tmp_path):
     space = space_with(tmp_path, True)
     (tmp_path / "t1" / "hlo").mkdir(parents=True)
-    evidence = RunRecord(1, "evidence", "evidence", "", "ok", 100.0, 1.0, None, attrs={"trial_dir": str(tmp_path / "t1")})
+    evidence = RunRecord(1, "evidence", "evidence", "", "ok", 100.0, 1.0, None,
+                         attrs={"trial_dir": str(tmp_path / "t1")})
     pipe = config_of_settings(space, {"pipe": True}, kind="probe", profile="pipe=true")
     proto = config_of_settings(space, {"proto": "Simple"}, kind="probe", profile="proto=Simple")
     mixed = config_of_settings(space, {"pipe": True, "proto": "Simple"}, kind="probe", profile="both")
-    assert not dumps_program(space, "probe", pipe, [])  # nothing to compare with yet
-    assert dumps_program(space, "probe", pipe, [evidence])
-    assert dumps_program(space, "profile", pipe, [evidence])
-    assert not dumps_program(space, "repeat", pipe, [evidence])
-    assert not dumps_program(space, "probe", proto, [evidence])  # an env variable can change speed, same program
-    assert not dumps_program(space, "probe", mixed, [evidence])
+    assert not dumps_program(space, "probe", pipe, lambda: [])  # nothing to compare with yet
+    assert dumps_program(space, "probe", pipe, lambda: [evidence])
+    assert dumps_program(space, "profile", pipe, lambda: [evidence])
+    assert not dumps_program(space, "repeat", pipe, lambda: [evidence])
+    # an env variable can change speed with the same program
+    assert not dumps_program(space, "probe", proto, lambda: [evidence])
+    assert not dumps_program(space, "probe", mixed, lambda: [evidence])
     ran = RunRecord(2, "probe", "pipe=true", pipe.config_key, "ok", 101.0, 2.0, None)
-    assert not dumps_program(space, "probe", pipe, [evidence, ran])  # its first run was compared already
-    assert not dumps_program(space_with(tmp_path, False), "probe", pipe, [evidence])
+    assert not dumps_program(space, "probe", pipe, lambda: [evidence, ran])  # its first run was compared already
+    assert not dumps_program(space_with(tmp_path, False), "probe", pipe, lambda: [evidence])
