@@ -1,7 +1,7 @@
 """What the effects model proposes beyond single settings: the combination (a winner's companions in a balanced
-design: _balanced.py), add-one and move-one variants around the best configuration (a numeric setting moved to its neighbour, a
-categorical one swapped for a close rival), whether one is worth a run, and a failed proposal mended (statistics.md
-§9, §10)."""
+design: _balanced.py), add-one, move-one and swap-one variants around the best configuration (a numeric setting moved to
+its neighbour, a categorical one swapped for a close rival or, once, for a value worse alone), whether one is worth a
+run, and a failed proposal mended (statistics.md §9, §10)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ OPTIMISM_SE = 1.0
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
 #: one swapped for a close rival): a short line search, bounded like the model's proposals.
 MAX_MOVES = 3
+#: At most this many swap-one variants a study: a categorical setting of the best configuration swapped for a value
+#: that measured worse alone but may pay in company. One: on seeds 1000-3999 (docs/benchmark-decisions.md, nineteenth
+#: session) three raised rand-win within 1 % less (86 against 88 %) and cost the tight h200x2 budget more win verdicts.
+MAX_SWAPS = 1
 
 
 class Proposals(BalancedDesigns):
@@ -65,9 +69,10 @@ class Proposals(BalancedDesigns):
         return dict(sorted(out.items()))
 
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
-                  records: Sequence[RunRecord]) -> tuple[str, Any] | None:
+                  records: Sequence[RunRecord], *, categorical_only: bool = False) -> tuple[str, Any, str] | None:
         """A numeric param of the winner ``base`` moved one step to its better measured neighbour (not the deployed value:
-        dropping the setting is the drop-one variant's question), or a categorical one swapped for its close rival.
+        dropping the setting is the drop-one variant's question), or a categorical one swapped for another value
+        (:meth:`_rival`): ``(name, value, design)``, the design ``move-one`` or ``swap-one``.
 
         Its value came from single probes a run's noise apart (pp64: an overlap limit of 4 measured once +6.3 %,
         true +3.5 %, beat 3, true +5.0 %; the winner kept it in 6 of 30 seeds, 1.6-1.8 pp short of the best). The
@@ -76,16 +81,16 @@ class Proposals(BalancedDesigns):
         each measured value the model cannot tell from the winner's, best first (rand-below-1027: NVLS measured
         +1.5 % once, true 0, beat Tree at +1.2 %, true +1.9 %, and went into every combination).
         """
-        if sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) >= MAX_MOVES:
-            return None
+        moves_left = sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) < MAX_MOVES
         params = {p.name for p in self.space.params}
         for name, value in base.items():
             if name in params and _categorical(self.space.param(name), value):
                 rival = self._rival(model, base, name, blames, records)
                 if rival is not None:
-                    return name, rival
+                    return name, *rival
                 continue
-            if name not in params or isinstance(value, bool) or not isinstance(value, (int, float)):
+            if not moves_left or categorical_only or name not in params or isinstance(value, bool) \
+                    or not isinstance(value, (int, float)):
                 continue
             points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
             deployed = self.deployed.get(name)
@@ -106,27 +111,61 @@ class Proposals(BalancedDesigns):
             best = max(near, key=lambda u: points[u][0])
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
             if target is not None and blamed_by(blames, {**base, name: target}) is None:
-                return name, target
+                return name, target, "move-one"
         return None
 
     def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, blames: Sequence[Blame],
-               records: Sequence[RunRecord]) -> Any | None:
-        """The best measured value of categorical ``name`` within one standard error (of the difference) of
-        ``base``'s value, not the deployed one, whose swap into ``base`` is neither blamed nor already run."""
+               records: Sequence[RunRecord]) -> tuple[Any, str] | None:
+        """A value of categorical ``name`` to swap into ``base``, not the deployed one, neither blamed nor already run
+        there, and its design: ``move-one`` for the best measured value within one standard error (of the
+        difference) of ``base``'s, else ``swap-one`` for the best of the rest.
+
+        A swap-one is tried while ``base``'s value is not sure to pay alone (``_sure``), ``MAX_SWAPS`` a study. A value
+        can measure worse alone and pay in company, and no additive model predicts that: an NCCL algorithm that only
+        helps with double buffering (rand-win-3021: NVLS, 0 alone, +10 % with it; Tree, +3 % alone, went into every
+        combination, and the study ended 6 pp short of the best).
+        """
         here, se_here = model.effect(name, base[name])
         param = self.space.param(name)
-        rivals = []
+        close, rest = [], []
+        moves = sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver)
+        n_swaps = sum(1 for r in records if r.attrs.get("design") == "swap-one" and not r.stopped_with_driver)
+        wide = n_swaps < MAX_SWAPS and not self._sure(model, name, base[name])
         for value in model.values.get(name, ()):
             effect, se = model.effect(name, value)
-            if value != base[name] and effect > here - math.hypot(se, se_here) \
-                    and not design.same_value(param, value, self.deployed.get(name)):
-                rivals.append((effect, value))
+            if value == base[name] or design.same_value(param, value, self.deployed.get(name)):
+                continue
+            if effect > here - math.hypot(se, se_here):
+                if moves < MAX_MOVES:
+                    close.append((effect, value, "move-one"))
+            elif wide:
+                rest.append((effect, value, "swap-one"))
         run = {r.config_key for r in records}
-        for _, value in sorted(rivals, key=lambda r: -r[0]):
+        for _, value, kind in sorted(close, key=lambda r: -r[0]) + sorted(rest, key=lambda r: -r[0]):
             swapped = {**base, name: value}
             key = design.config_of_settings(self.space, swapped, kind="probe", profile="").config_key
             if blamed_by(blames, swapped) is None and key not in run:
-                return value
+                return value, kind
+        return None
+
+    def context_swap(self, model: EffectsModel | None, arms: Sequence[Arm], blames: Sequence[Blame],
+                     records: Sequence[RunRecord]) -> tuple[dict[str, Any], str, str, Any, str] | None:
+        """Before any winner or contender: the best measured configuration of several settings, worth ``null_gain``,
+        with a categorical setting swapped (:meth:`neighbour`): ``(settings, label, name, value, design)``.
+
+        A pair that only pays together, one of them worse alone, leaves the screen nothing near the win bar to look
+        around (rand-win-2000: Ring -5.9 % alone, +9 % with pipelined p2p; the study ended `null`). No null verdict
+        while this run is due (:meth:`~flagopt.decide._stop.Stopping.stop_verdict`).
+        """
+        if model is None:
+            return None
+        multi = [a for a in self.eligible(arms) if a.estimate is not None and a.estimate.gain >= self.space.stop.null_gain
+                 and len(design.settings_of_record(self.space, a.first.attrs.get("settings") or {})) >= 2]
+        for arm in sorted(multi, key=lambda a: -a.estimate.gain)[:1]:
+            settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
+            move = self.neighbour(model, settings, blames, records, categorical_only=True)
+            if move is not None:
+                return (settings, arm.label, *move)
         return None
 
     @staticmethod

@@ -190,10 +190,20 @@ class Screen(Proposals):
             # from single probes, and a neighbour or rival worth more is best found before the race confirms it.
             move = self.neighbour(model, settings, blames, records)
             if move is not None:
-                name, value = move
+                name, value, kind = move
                 config = fresh({**settings, name: value}, f"{anchor_label} with {design.probe_label(space.param(name), value)}")
                 if config is not None:
-                    return config, f"is {name}'s neighbouring value better in {anchor_label}?", "move-one"
+                    question = "neighbouring value" if kind == "move-one" else "other value"
+                    return config, f"is {name}'s {question} better in {anchor_label}?", kind
+        if leader is None and not settings and not proposals_in_flight:
+            # Nothing near the win bar to look around: the best combination's categorical setting swapped once, for a
+            # value that may pay only in its company
+            swap = self.context_swap(model, arms, blames, records)
+            if swap is not None:
+                base, base_label, name, value, kind = swap
+                config = fresh({**base, name: value}, f"{base_label} with {design.probe_label(space.param(name), value)}")
+                if config is not None:
+                    return config, f"is {name}'s other value better in {base_label}?", kind
         if settings and len(settings) >= 2:
             # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
             # in company (a sign flip): does each setting of the best combination still matter?

@@ -8,7 +8,8 @@
 * once nothing left is predicted above zero, a setting within one standard error of zero still is (ppmb-1003: a
   control 2 % high put the +1.2 to +2 % settings screened after it below zero), but not one the runs rule out;
 * a categorical setting is swapped for a rival value the runs cannot tell from it (rand-below-1027: NVLS beat Tree
-  in one probe each, by noise, and Tree was worth 1.9 points more), but not for one they show clearly worse.
+  in one probe each, by noise, and Tree was worth 1.9 points more); once a study for one they show clearly worse
+  alone (rand-win-3021: NVLS, 0 alone, +10 % with double buffering), also before any contender (rand-win-2000).
 * the winner's companions not ruled out run in a balanced two-level design on top of it, so every run informs
   each of them (one add-one run per companion told +0.3-0.8 % settings apart no better than their probes did).
 """
@@ -43,13 +44,13 @@ def run(space, number, settings, value, *, design="probe", kind="probe"):
                      value, float(number), None, attrs=attrs)
 
 
-def history(space, probes, pipe, rivals=None):
+def history(space, probes, pipe, rivals=None, simple=102.0):
     """Controls, one probe per value (``probes``: overlap value -> tokens/s; ``pipe``: the pipelining probe;
     ``rivals``: other NCCL protocols -> tokens/s), and a winner of overlap 4 + Simple confirmed on four runs."""
     runs = [({}, 100.0, "probe", "probe")]
     runs += [({"proto": value}, measured, "probe", "probe") for value, measured in (rivals or {}).items()]
     runs += [({"overlap": value}, measured, "probe", "probe") for value, measured in probes.items()]
-    runs += [({}, 100.1, "probe", "probe"), ({"proto": "Simple"}, 102.0, "probe", "probe"),
+    runs += [({}, 100.1, "probe", "probe"), ({"proto": "Simple"}, simple, "probe", "probe"),
              ({"pipe": True}, pipe, "probe", "probe")]
     winner = {"overlap": 4, "proto": "Simple"}
     runs += [(winner, 107.0, "combination", "probe")] + [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)]
@@ -58,14 +59,14 @@ def history(space, probes, pipe, rivals=None):
             for i, (settings, value, design, kind) in enumerate(runs)]
 
 
-def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None):
+def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.0):
     path = tmp_path / "m.yaml"
     text = textwrap.dedent(SPACE)
     if rivals:
         text = text.replace("choices: [Simple]", f"choices: [Simple, {', '.join(rivals)}]")
     path.write_text(text)
     space = load_space(path)
-    records = history(space, probes, pipe, rivals)
+    records = history(space, probes, pipe, rivals, simple)
     planner = Planner(space)
     planner._sigma = sigma
     planner._model = planner.model(records)
@@ -112,9 +113,63 @@ def test_the_winner_s_protocol_is_swapped_for_a_rival_the_runs_cannot_tell_apart
     assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
 
 
-def test_no_swap_for_a_protocol_the_runs_show_clearly_worse(tmp_path):
+def test_a_protocol_clearly_worse_alone_is_swapped_in_once(tmp_path):
+    """Not as a close rival (move-one), but once a study (swap-one): it may pay only in the winner's company."""
     space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL128": 95.5, "LL": 95.0})
-    assert step is None or step[2] != "move-one", step
+    assert step is not None and step[2] == "swap-one", step
+    assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
+
+
+def test_only_one_swap_one_a_study(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace("choices: [Simple]", "choices: [Simple, LL128, LL]"))
+    space = load_space(path)
+    records = history(space, {2: 103.0, 3: 96.0, 4: 104.6}, 94.0, {"LL128": 95.5, "LL": 95.0})
+    records.append(run(space, len(records), {"overlap": 4, "proto": "LL128"}, 104.0, design="swap-one"))
+    planner = Planner(space)
+    planner._sigma = 0.005
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    step = planner.next_screen(records, arms, [], planner.leader(arms))
+    assert step is None or step[2] != "swap-one", step
+
+
+def test_no_swap_away_from_a_value_sure_to_pay_alone(tmp_path):
+    # Simple at +8 % alone, three standard errors above the win bar: swapping it out could only confirm that
+    space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL128": 95.5, "LL": 95.0},
+                            simple=108.0)
+    assert step is None or step[2] != "swap-one", step
+
+
+def test_before_any_contender_the_best_combination_swaps_its_categorical_setting(tmp_path):
+    """A pair that pays only together, one of them worse alone (Ring -6 %, +9 % with pipelined p2p): the best
+    combination (+2.5 %, far below the win bar) is run once with the other value, and no null verdict comes first."""
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace("choices: [Simple]", "choices: [Simple, Ring]")
+                    + "stop: {max_null: 3}\n")
+    space = load_space(path)
+    runs = [({}, 100.0), ({"overlap": 2}, 96.0), ({"overlap": 3}, 95.5), ({"overlap": 4}, 95.0), ({}, 100.1),
+            ({"proto": "Simple"}, 101.0), ({"proto": "Ring"}, 94.0), ({"pipe": True}, 101.5),
+            ({"proto": "Simple", "pipe": True}, 102.5), ({}, 99.9)]
+    records = [run(space, i, settings, value, design="combination" if len(settings) > 1 else "probe")
+               for i, (settings, value) in enumerate(runs)]
+    planner = Planner(space)
+    planner._sigma = 0.005
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    assert planner.leader(arms) is None and planner.contender(arms) is None
+    step = planner.next_screen(records, arms, [], None)
+    assert step is not None and step[2] == "swap-one", step
+    assert settings_of_record(space, step[0].settings()) == {"proto": "Ring", "pipe": True}
+    # enough distinct configurations for a null verdict (max_null 3), and nothing left to race (the one-run arms
+    # here would be raced first): the swap comes first, and the verdict after it
+    planner.candidates = lambda *args, **kwargs: []
+    assert planner.stop_verdict(records, arms) is None
+    records.append(run(space, len(records), {"proto": "Ring", "pipe": True}, 95.5, design="swap-one"))
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    verdict = planner.stop_verdict(records, arms)
+    assert verdict is not None and verdict.reason == "null", verdict
 
 
 def test_a_contender_near_the_win_bar_is_looked_around_before_the_race_confirms_it(tmp_path):
