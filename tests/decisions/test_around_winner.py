@@ -76,6 +76,16 @@ def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.
     return space, planner.next_screen(records, arms, [], leader)
 
 
+def planned(space, runs, sigma=0.005):
+    """A planner after ``runs`` (settings, tokens/s), each a probe or, of several settings, a combination."""
+    records = [run(space, i, settings, value, design="combination" if len(settings) > 1 else "probe")
+               for i, (settings, value) in enumerate(runs)]
+    planner = Planner(space)
+    planner._sigma = sigma
+    planner._model = planner.model(records)
+    return planner, records, arms_of(records, space.noise)
+
+
 def test_the_winner_s_overlap_limit_is_tried_one_step_down(tmp_path):
     space, step = next_step(tmp_path, {2: 103.0, 3: 104.3, 4: 104.6})
     assert step is not None and step[2] == "move-one", step
@@ -151,12 +161,7 @@ def test_before_any_contender_the_best_combination_swaps_its_categorical_setting
     runs = [({}, 100.0), ({"overlap": 2}, 96.0), ({"overlap": 3}, 95.5), ({"overlap": 4}, 95.0), ({}, 100.1),
             ({"proto": "Simple"}, 101.0), ({"proto": "Ring"}, 94.0), ({"pipe": True}, 101.5),
             ({"proto": "Simple", "pipe": True}, 102.5), ({}, 99.9)]
-    records = [run(space, i, settings, value, design="combination" if len(settings) > 1 else "probe")
-               for i, (settings, value) in enumerate(runs)]
-    planner = Planner(space)
-    planner._sigma = 0.005
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
+    planner, records, arms = planned(space, runs)
     assert planner.leader(arms) is None and planner.contender(arms) is None
     step = planner.next_screen(records, arms, [], None)
     assert step is not None and step[2] == "swap-one", step
@@ -180,12 +185,7 @@ def test_a_contender_near_the_win_bar_is_looked_around_before_the_race_confirms_
     runs = [({}, 100.0), ({"overlap": 2}, 103.0), ({"overlap": 3}, 104.3), ({"overlap": 4}, 104.6), ({}, 100.1),
             ({"proto": "Simple"}, 102.0), ({"pipe": True}, 94.0), ({"overlap": 4, "proto": "Simple"}, 106.0),
             ({}, 99.9)]
-    records = [run(space, i, settings, value, design="combination" if len(settings) > 1 else "probe")
-               for i, (settings, value) in enumerate(runs)]
-    planner = Planner(space)
-    planner._sigma = 0.005
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
+    planner, records, arms = planned(space, runs)
     assert planner.leader(arms) is None and planner.contender(arms) is not None
     step = planner.next_screen(records, arms, [], None)
     assert step is not None and step[2] == "move-one", step
