@@ -110,7 +110,11 @@ class Proposals(BalancedDesigns):
                 continue
             best = max(near, key=lambda u: points[u][0])
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
-            if target is not None and blamed_by(blames, {**base, name: target}) is None:
+            moved = {**base, name: target}
+            # one already run is no move: the next param's turn (a threshold moved to a value its combination had
+            # already run hid the NCCL algorithm's swap behind it at every decision, rand-win-1018)
+            if target is not None and blamed_by(blames, moved) is None and design.config_of_settings(
+                    self.space, moved, kind="probe", profile="").config_key not in {r.config_key for r in records}:
                 return name, target, "move-one"
         return None
 
