@@ -59,7 +59,8 @@ def history(space, probes, pipe, rivals=None, simple=102.0):
             for i, (settings, value, design, kind) in enumerate(runs)]
 
 
-def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.0):
+def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.0, extra=()):
+    """The screen's next step after :func:`history` and the ``extra`` runs (settings, tokens/s, design)."""
     path = tmp_path / "m.yaml"
     text = textwrap.dedent(SPACE)
     if rivals:
@@ -67,6 +68,8 @@ def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.
     path.write_text(text)
     space = load_space(path)
     records = history(space, probes, pipe, rivals, simple)
+    records += [run(space, len(records) + i, settings, value, design=kind)
+                for i, (settings, value, kind) in enumerate(extra)]
     planner = Planner(space)
     planner._sigma = sigma
     planner._model = planner.model(records)
@@ -126,16 +129,8 @@ def test_the_winner_s_protocol_is_swapped_for_a_rival_the_runs_cannot_tell_apart
 def test_a_move_already_run_leaves_the_next_setting_its_turn(tmp_path):
     """overlap 3 in place of 4 ran already: the protocol's rival is tried next, not hidden behind that move at every
     decision (rand-win-1018: a threshold moved to a value already run kept the NCCL algorithm from its swap)."""
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE).replace("choices: [Simple]", "choices: [Simple, LL128]"))
-    space = load_space(path)
-    records = history(space, {2: 103.0, 3: 104.3, 4: 104.6}, 94.0, {"LL128": 101.7})
-    records.append(run(space, len(records), {"overlap": 3, "proto": "Simple"}, 106.9, design="move-one"))
-    planner = Planner(space)
-    planner._sigma = 0.005
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
-    step = planner.next_screen(records, arms, [], planner.leader(arms))
+    space, step = next_step(tmp_path, {2: 103.0, 3: 104.3, 4: 104.6}, pipe=94.0, rivals={"LL128": 101.7},
+                            extra=[({"overlap": 3, "proto": "Simple"}, 106.9, "move-one")])
     assert step is not None and step[2] == "move-one", step
     assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
 
@@ -148,16 +143,8 @@ def test_a_protocol_clearly_worse_alone_is_swapped_in_once(tmp_path):
 
 
 def test_only_one_swap_one_a_study(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE).replace("choices: [Simple]", "choices: [Simple, LL128, LL]"))
-    space = load_space(path)
-    records = history(space, {2: 103.0, 3: 96.0, 4: 104.6}, 94.0, {"LL128": 95.5, "LL": 95.0})
-    records.append(run(space, len(records), {"overlap": 4, "proto": "LL128"}, 104.0, design="swap-one"))
-    planner = Planner(space)
-    planner._sigma = 0.005
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
-    step = planner.next_screen(records, arms, [], planner.leader(arms))
+    space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL128": 95.5, "LL": 95.0},
+                            extra=[({"overlap": 4, "proto": "LL128"}, 104.0, "swap-one")])
     assert step is None or step[2] != "swap-one", step
 
 
