@@ -6,6 +6,7 @@ run, and a failed proposal mended (statistics.md §9, §10)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +33,8 @@ OPTIMISM_SE = 1.0
 MAX_MOVES = 3
 #: At most this many swap-one variants a study: a categorical setting of the best configuration swapped for a value
 #: that measured worse alone but may pay in company. One: on seeds 1000-3999 (docs/benchmark-decisions.md, nineteenth
-#: session) three raised rand-win within 1 % less (86 against 88 %) and cost the tight h200x2 budget more win verdicts.
+#: session, before the move-one fix) three raised rand-win within 1 % less (86 against 88 %) and cost the tight h200x2
+#: budget more win verdicts.
 MAX_SWAPS = 1
 
 
@@ -81,15 +83,25 @@ class Proposals(BalancedDesigns):
         each measured value the model cannot tell from the winner's, best first (rand-below-1027: NVLS measured
         +1.5 % once, true 0, beat Tree at +1.2 %, true +1.9 %, and went into every combination).
         """
-        moves_left = sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver) < MAX_MOVES
+        done = Counter(r.attrs.get("design") for r in records if not r.stopped_with_driver)
+        run = {r.config_key for r in records}
+
+        def untried(name: str, value: Any) -> bool:
+            """``base`` with ``name`` set to ``value`` is neither blamed nor already run: a move already run is no
+            move, and the next param gets its turn (a threshold moved to a value already run hid the NCCL
+            algorithm's swap behind it at every decision, rand-win-1018)."""
+            moved = {**base, name: value}
+            return blamed_by(blames, moved) is None \
+                and design.config_of_settings(self.space, moved, kind="probe", profile="").config_key not in run
+
         params = {p.name for p in self.space.params}
         for name, value in base.items():
             if name in params and _categorical(self.space.param(name), value):
-                rival = self._rival(model, base, name, blames, records)
+                rival = self._rival(model, base, name, done, untried)
                 if rival is not None:
                     return name, *rival
                 continue
-            if not moves_left or categorical_only or name not in params or isinstance(value, bool) \
+            if done["move-one"] >= MAX_MOVES or categorical_only or name not in params or isinstance(value, bool) \
                     or not isinstance(value, (int, float)):
                 continue
             points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
@@ -110,18 +122,14 @@ class Proposals(BalancedDesigns):
                 continue
             best = max(near, key=lambda u: points[u][0])
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
-            moved = {**base, name: target}
-            # one already run is no move: the next param's turn (a threshold moved to a value its combination had
-            # already run hid the NCCL algorithm's swap behind it at every decision, rand-win-1018)
-            if target is not None and blamed_by(blames, moved) is None and design.config_of_settings(
-                    self.space, moved, kind="probe", profile="").config_key not in {r.config_key for r in records}:
+            if target is not None and untried(name, target):
                 return name, target, "move-one"
         return None
 
-    def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, blames: Sequence[Blame],
-               records: Sequence[RunRecord]) -> tuple[Any, str] | None:
-        """A value of categorical ``name`` to swap into ``base``, not the deployed one, neither blamed nor already run
-        there, and its design: ``move-one`` for the best measured value within one standard error (of the
+    def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, done: Counter,
+               untried: Callable[[str, Any], bool]) -> tuple[Any, str] | None:
+        """A value of categorical ``name`` to swap into ``base``, not the deployed one, ``untried`` there (``done``:
+        the study's runs by design), and its design: ``move-one`` for the best measured value within one standard error (of the
         difference) of ``base``'s, else ``swap-one`` for the best of the rest.
 
         A swap-one is tried while ``base``'s value is not sure to pay alone (``_sure``), ``MAX_SWAPS`` a study. A value
@@ -132,27 +140,22 @@ class Proposals(BalancedDesigns):
         here, se_here = model.effect(name, base[name])
         param = self.space.param(name)
         close, rest = [], []
-        moves = sum(1 for r in records if r.attrs.get("design") == "move-one" and not r.stopped_with_driver)
-        n_swaps = sum(1 for r in records if r.attrs.get("design") == "swap-one" and not r.stopped_with_driver)
-        wide = n_swaps < MAX_SWAPS and not self._sure(model, name, base[name])
+        wide = done["swap-one"] < MAX_SWAPS and not self._sure(model, name, base[name])
         for value in model.values.get(name, ()):
             effect, se = model.effect(name, value)
             if value == base[name] or design.same_value(param, value, self.deployed.get(name)):
                 continue
             if effect > here - math.hypot(se, se_here):
-                if moves < MAX_MOVES:
+                if done["move-one"] < MAX_MOVES:
                     close.append((effect, value, "move-one"))
             elif wide:
                 rest.append((effect, value, "swap-one"))
-        run = {r.config_key for r in records}
         for _, value, kind in sorted(close, key=lambda r: -r[0]) + sorted(rest, key=lambda r: -r[0]):
-            swapped = {**base, name: value}
-            key = design.config_of_settings(self.space, swapped, kind="probe", profile="").config_key
-            if blamed_by(blames, swapped) is None and key not in run:
+            if untried(name, value):
                 return value, kind
         return None
 
-    def context_swap(self, model: EffectsModel | None, arms: Sequence[Arm], blames: Sequence[Blame],
+    def context_swap(self, arms: Sequence[Arm], blames: Sequence[Blame],
                      records: Sequence[RunRecord]) -> tuple[dict[str, Any], str, str, Any, str] | None:
         """Before any winner or contender: the best measured configuration of several settings, worth ``null_gain``,
         with a categorical setting swapped (:meth:`neighbour`): ``(settings, label, name, value, design)``.
@@ -161,16 +164,14 @@ class Proposals(BalancedDesigns):
         around (rand-win-2000: Ring -5.9 % alone, +9 % with pipelined p2p; the study ended `null`). No null verdict
         while this run is due (:meth:`~flagopt.decide._stop.Stopping.stop_verdict`).
         """
-        if model is None:
-            return None
         multi = [a for a in self.eligible(arms) if a.estimate is not None and a.estimate.gain >= self.space.stop.null_gain
                  and len(design.settings_of_record(self.space, a.first.attrs.get("settings") or {})) >= 2]
-        for arm in sorted(multi, key=lambda a: -a.estimate.gain)[:1]:
-            settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
-            move = self.neighbour(model, settings, blames, records, categorical_only=True)
-            if move is not None:
-                return (settings, arm.label, *move)
-        return None
+        if self._model is None or not multi:
+            return None
+        arm = max(multi, key=lambda a: a.estimate.gain)
+        settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
+        move = self.neighbour(self._model, settings, blames, records, categorical_only=True)
+        return (settings, arm.label, *move) if move is not None else None
 
     @staticmethod
     def _effect(model: EffectsModel | None, name: str, value: Any) -> float:

@@ -185,25 +185,23 @@ class Screen(Proposals):
                     design.probe_label(space.param(n), v) for n, v in extra.items()))
                 if config is not None:
                     return config, f"what the model predicts could still be added to {best.label}", "add-one"
+        around = None
         if (leader is not None or settings) and model is not None:
             # Around the winner, and already around a contender (a combination near the win bar): its values came
             # from single probes, and a neighbour or rival worth more is best found before the race confirms it.
             move = self.neighbour(model, settings, blames, records)
             if move is not None:
-                name, value, kind = move
-                config = fresh({**settings, name: value}, f"{anchor_label} with {design.probe_label(space.param(name), value)}")
-                if config is not None:
-                    question = "neighbouring value" if kind == "move-one" else "other value"
-                    return config, f"is {name}'s {question} better in {anchor_label}?", kind
-        if leader is None and not settings and not proposals_in_flight:
+                around = (settings, anchor_label, *move, "neighbouring" if move[2] == "move-one" else "other")
+        elif leader is None and not proposals_in_flight:
             # Nothing near the win bar to look around: the best combination's categorical setting swapped once, for a
             # value that may pay only in its company
-            swap = self.context_swap(model, arms, blames, records)
-            if swap is not None:
-                base, base_label, name, value, kind = swap
-                config = fresh({**base, name: value}, f"{base_label} with {design.probe_label(space.param(name), value)}")
-                if config is not None:
-                    return config, f"is {name}'s other value better in {base_label}?", kind
+            swap = self.context_swap(arms, blames, records)
+            around = (*swap, "other") if swap is not None else None
+        if around is not None:
+            base, base_label, name, value, kind, which = around
+            config = fresh({**base, name: value}, f"{base_label} with {design.probe_label(space.param(name), value)}")
+            if config is not None:
+                return config, f"is {name}'s {which} value better in {base_label}?", kind
         if settings and len(settings) >= 2:
             # The smallest patch that keeps the gain, and the check for a setting that helps alone but hurts
             # in company (a sign flip): does each setting of the best combination still matter?

@@ -23,7 +23,6 @@ class Stopping:
     promising_unrun: Callable[[Sequence[RunRecord], Sequence[Arm], float], bool]
     balanced_row: Callable[..., Any]
     context_swap: Callable[..., Any]
-    _model: Any
     blames: Callable[[Sequence[RunRecord]], Any]
     predicted: Callable[[Arm], float]
     started_at: float
@@ -113,7 +112,7 @@ class Stopping:
         if (len(distinct) >= stop.max_null or 0 < size and size + len(space.profiles) <= measured) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain) \
                 and not self.balanced_pending(records, arms) \
-                and self.context_swap(self._model, arms, self.blames(records), records) is None:
+                and self.context_swap(arms, self.blames(records), records) is None:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
