@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -101,29 +102,69 @@ def _cast(param: Param, value: float) -> Scalar:
     return float(value)
 
 
-def configurations(params: Sequence[Param], deployed: Mapping[str, str | None]) -> float:
+def configurations(params: Sequence[Param], deployed: Mapping[str, str | None],
+                   excluded: Callable[[str, Scalar], bool] | None = None) -> float:
     """How many configurations other than the deployed job ``params`` can set (``math.inf`` if one is continuous).
+
+    ``excluded(name, value)``: a value no run may set (one that failed alone): it counts out of the space, as a
+    value the study can never measure. The deployed value always counts.
 
     Example:
         >>> flags = [Param(f"f{i}", "xla", f"xla_f{i}", choices=(True, False)) for i in range(4)]
         >>> configurations(flags, {p.name: "false" for p in flags})
         15
+        >>> configurations(flags, {p.name: "false" for p in flags}, excluded=lambda n, v: n == "f0" and v is True)
+        7
         >>> mb = Param("mb", "arg", "num_microbatches", type="int", low=4, high=32, step=4)
         >>> configurations(flags + [mb], {"mb": "8", **{p.name: "false" for p in flags}})
         127
     """
     total = 1
     for param in params:
+        current = deployed.get(param.name)
         if param.choices is not None:
-            values = len(set(param.choices))
-            if not any(same_value(param, c, deployed.get(param.name)) for c in param.choices):
-                values += 1  # the deployed value is a configuration the sampler cannot set back
+            values = list(dict.fromkeys(param.choices))
         elif param.type == "int":
-            values = int(math.floor((float(param.high) - float(param.low)) / float(param.step or 1) + 1e-9)) + 1
+            step = int(param.step or 1)
+            count = int(math.floor((float(param.high) - float(param.low)) / step + 1e-9)) + 1
+            # Enumerated only to count the excluded values out; a wide range counts as it is.
+            values = [int(param.low) + i * step for i in range(count)] if excluded and count <= 4096 else []
+            if not values:
+                total *= max(count, 1)
+                continue
         else:
             return math.inf
-        total *= max(values, 1)
+        deployed_among = any(same_value(param, v, current) for v in values)
+        kept = sum(1 for v in values if same_value(param, v, current) or not (excluded and excluded(param.name, v)))
+        total *= max(kept + (0 if deployed_among else 1), 1)  # the deployed value the sampler cannot set back
     return total - 1
+
+
+def every_configuration(params: Sequence[Param], deployed: Mapping[str, str | None],
+                        excluded: Callable[[str, Scalar], bool] | None = None) -> list[dict[str, Scalar]]:
+    """Every configuration of a finite space other than the deployed job, as the settings it changes (a param at its
+    deployed value is left out), without ``excluded`` values; the few settings first. Only for a small space: see
+    :func:`configurations` for its size.
+
+    Example:
+        >>> flags = [Param(f"f{i}", "xla", f"xla_f{i}", choices=(True, False)) for i in range(2)]
+        >>> every_configuration(flags, {p.name: "false" for p in flags})
+        [{'f1': True}, {'f0': True}, {'f0': True, 'f1': True}]
+    """
+    choices: list[list[Scalar | None]] = []
+    for param in params:
+        if param.choices is not None:
+            values: list[Scalar] = list(dict.fromkeys(param.choices))
+        elif param.type == "int":
+            step = int(param.step or 1)
+            values = list(range(int(param.low), int(param.high) + 1, step))
+        else:
+            raise ValueError(f"{param.name}: a continuous param has no finite set of configurations")
+        current = deployed.get(param.name)
+        kept = [v for v in values if not same_value(param, v, current) and not (excluded and excluded(param.name, v))]
+        choices.append([None, *kept])  # None: the deployed value
+    out = [{p.name: v for p, v in zip(params, combo) if v is not None} for combo in itertools.product(*choices)]
+    return sorted((c for c in out if c), key=len)
 
 
 def probe_values(param: Param, deployed: str | None) -> list[Scalar]:
@@ -215,6 +256,7 @@ __all__ = [
     "changed_settings",
     "config_of_settings",
     "deployed_values",
+    "every_configuration",
     "probe_label",
     "probe_values",
     "refine_values",

@@ -60,3 +60,23 @@ def test_a_space_smaller_than_max_null_is_done_once_each_configuration_was_measu
     measured = {a.config_key for a in arms_of(runner.records(), space.noise, space.metric.direction)
                 if a.estimate is not None}
     assert len(measured) >= size
+
+
+def test_a_small_space_with_a_value_that_fails_alone_is_measured_to_its_last_configuration(tmp_path):
+    """rand-null-5035: NCCL_ALGO (deployed unset) and three booleans, 31 configurations, of which the pipelined
+    reduce-scatter's 16 run out of memory. Counted with them, the space was never done; the sampler cannot set
+    NCCL_ALGO back to unset, so it re-proposed measured points until the budget, which ended on a sampled point
+    claimed at +2.1 % (true +0.4 %). The 15 that can run are each measured, and the verdict is `null`."""
+    land = random_landscape("rand-null", 5035, tmp_path)
+    runner, verdict = run_study(land, tmp_path / "study", 5035)
+    space, planner = runner.space, runner.planner
+    records = runner.records()
+    assert configurations(space.params, planner.deployed) == 31
+    assert [b.param for b in planner.blames(records)] == ["xla_gpu_enable_pipelined_reduce_scatter"]
+    feasible = configurations(space.params, planner.deployed, excluded=planner.excluded(records))
+    assert feasible == 15
+    assert verdict.reason == "null" and not verdict.winner, verdict.message
+    measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
+                if a.estimate is not None and a.kind != "baseline-no-env"}
+    assert len(measured) == feasible
+    assert any(r.attrs.get("design") == "remaining" and r.ok for r in records)
