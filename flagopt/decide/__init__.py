@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from flagopt.decide._arms import Arm, arms_of, baseline_runs, to_run, value_for
-from flagopt.decide._blame import DETERMINISTIC, Blame, blame_failures, blamed_by
+from flagopt.decide._blame import DETERMINISTIC, Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._design import (changed_settings, config_of_settings, configurations, deployed_values,
                                     probe_label, probe_values, refine_values, same_value, settings_of_record)
 from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, runs_used
@@ -27,6 +27,6 @@ __all__ = [
     "BASELINE", "CANCELLED", "CANCELLED_WITH_DRIVER", "DETERMINISTIC", "FAILED", "FLAKE", "INFEASIBLE", "INVALID",
     "NO_ENV", "OK", "RUNNING", "SAMPLE", "Arm", "Blame", "Plan", "Planner", "RunRecord", "SlotBroken", "Verdict",
     "arm_summary", "arms_of", "baseline_runs", "blame_failures", "blamed_by", "changed_settings", "config_of",
-    "config_of_settings", "configurations", "deployed_values", "probe_label", "probe_values", "refine_values", "runs_used", "same_value",
+    "config_of_settings", "configurations", "excluded_by", "deployed_values", "probe_label", "probe_values", "refine_values", "runs_used", "same_value",
     "settings_of_record", "to_run", "value_for",
 ]

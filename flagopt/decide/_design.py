@@ -102,6 +102,15 @@ def _cast(param: Param, value: float) -> Scalar:
     return float(value)
 
 
+def _values(param: Param) -> Sequence[Scalar] | None:
+    """Every value ``param`` can take: its choices, or its int range (a lazy ``range``); ``None`` if continuous."""
+    if param.choices is not None:
+        return list(dict.fromkeys(param.choices))
+    if param.type == "int":
+        return range(int(param.low), int(param.high) + 1, int(param.step or 1))
+    return None
+
+
 def configurations(params: Sequence[Param], deployed: Mapping[str, str | None],
                    excluded: Callable[[str, Scalar], bool] | None = None) -> float:
     """How many configurations other than the deployed job ``params`` can set (``math.inf`` if one is continuous).
@@ -121,21 +130,15 @@ def configurations(params: Sequence[Param], deployed: Mapping[str, str | None],
     """
     total = 1
     for param in params:
-        current = deployed.get(param.name)
-        if param.choices is not None:
-            values = list(dict.fromkeys(param.choices))
-        elif param.type == "int":
-            step = int(param.step or 1)
-            count = int(math.floor((float(param.high) - float(param.low)) / step + 1e-9)) + 1
-            # Enumerated only to count the excluded values out; a wide range counts as it is.
-            values = [int(param.low) + i * step for i in range(count)] if excluded and count <= 4096 else []
-            if not values:
-                total *= max(count, 1)
-                continue
-        else:
+        values = _values(param)
+        if values is None:
             return math.inf
-        deployed_among = any(same_value(param, v, current) for v in values)
+        if isinstance(values, range) and (excluded is None or len(values) > 4096):
+            total *= max(len(values), 1)  # a wide range counts as it is: it is only enumerated to count values out
+            continue
+        current = deployed.get(param.name)
         kept = sum(1 for v in values if same_value(param, v, current) or not (excluded and excluded(param.name, v)))
+        deployed_among = any(same_value(param, v, current) for v in values)
         total *= max(kept + (0 if deployed_among else 1), 1)  # the deployed value the sampler cannot set back
     return total - 1
 
@@ -153,12 +156,8 @@ def every_configuration(params: Sequence[Param], deployed: Mapping[str, str | No
     """
     choices: list[list[Scalar | None]] = []
     for param in params:
-        if param.choices is not None:
-            values: list[Scalar] = list(dict.fromkeys(param.choices))
-        elif param.type == "int":
-            step = int(param.step or 1)
-            values = list(range(int(param.low), int(param.high) + 1, step))
-        else:
+        values = _values(param)
+        if values is None:
             raise ValueError(f"{param.name}: a continuous param has no finite set of configurations")
         current = deployed.get(param.name)
         kept = [v for v in values if not same_value(param, v, current) and not (excluded and excluded(param.name, v))]

@@ -9,7 +9,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
-from flagopt.decide._blame import blamed_by
+from flagopt.decide._blame import excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -108,12 +108,13 @@ class Stopping:
         # A space whose params set fewer configurations than max_null is done when each was measured, its profiles'
         # too (four booleans: 15, and the sampler re-proposed them until the budget ended, with no verdict). A space
         # of profiles alone keeps max_null: nothing is sampled there, the budget goes to repeats.
-        size = design.configurations(space.params, self.deployed, excluded=self.excluded(records))
+        blames = self.blames(records)
+        size = design.configurations(space.params, self.deployed, excluded=excluded_by(blames))
         measured = sum(1 for a in distinct if a.kind != NO_ENV)
         if (len(distinct) >= stop.max_null or 0 < size and size + len(space.profiles) <= measured) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain) \
                 and not self.balanced_pending(records, arms) \
-                and self.context_swap(arms, self.blames(records), records) is None:
+                and self.context_swap(arms, blames, records) is None:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
@@ -127,31 +128,23 @@ class Stopping:
                 return Verdict("null", f"{found}; {tail}", tried=tried, noise=noise)
         return None
 
-    def excluded(self, records: Sequence[RunRecord]) -> Callable[[str, Any], bool]:
-        """Whether a value failed alone (a blame covers it): it counts out of the space, as one no run can measure
-        (rand-null-5035: an out-of-memory flag left 15 of the space's 31 configurations, the count of 31 was never
-        reached, and the study ran to its budget and recommended a sampled point re-run past the last control, +2.1 %
-        claimed, true +0.4 %)."""
-        blames = self.blames(records)
-        return lambda name, value: blamed_by(blames, {name: value}) is not None
-
     def remaining(self, records: Sequence[RunRecord]) -> TrialConfig | None:
         """A configuration of a small space (fewer than ``stop.max_null``) that no run set yet, the fewest settings
-        first: the null verdict waits for every one of them, and the sampler cannot propose a param back at its
-        deployed value when that is not one of its choices (rand-null-5035: the one configuration left unmeasured
-        left NCCL_ALGO unset; the sampler re-proposed measured points until the budget ended). Not with ``screen:
-        false``: there the sampler proposes every run."""
+        first, values that failed alone left out (:func:`~flagopt.decide._blame.excluded_by`): the null verdict waits
+        for every one of them, and the sampler cannot propose a param back at its deployed value when that is not one
+        of its choices, nor can the study's uniform draw of an unmeasured point (rand-null-5035: the one configuration
+        left unmeasured left NCCL_ALGO unset; the sampler re-proposed measured points until the budget ended). Not
+        with ``screen: false``: there the sampler proposes every run."""
         if not self.space.screen:
             return None
-        excluded = self.excluded(records)
+        excluded = excluded_by(self.blames(records))
         if not 0 < design.configurations(self.space.params, self.deployed, excluded=excluded) < self.space.stop.max_null:
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver}
         for settings in design.every_configuration(self.space.params, self.deployed, excluded):
-            label = "remaining: " + ", ".join(design.probe_label(self.space.param(n), v) for n, v in settings.items())
-            config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
-            if config.config_key not in tried:
-                return config
+            if design.config_of_settings(self.space, settings, kind="probe", profile="").config_key not in tried:
+                label = ", ".join(design.probe_label(self.space.param(n), v) for n, v in settings.items())
+                return design.config_of_settings(self.space, settings, kind="probe", profile="remaining: " + label)
         return None
 
     def balanced_pending(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks._random_landscapes import random_landscape
-from flagopt.decide import configurations
+from flagopt.decide import configurations, excluded_by
 from flagopt.study import arms_of
 from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
@@ -73,7 +73,7 @@ def test_a_small_space_with_a_value_that_fails_alone_is_measured_to_its_last_con
     records = runner.records()
     assert configurations(space.params, planner.deployed) == 31
     assert [b.param for b in planner.blames(records)] == ["xla_gpu_enable_pipelined_reduce_scatter"]
-    feasible = configurations(space.params, planner.deployed, excluded=planner.excluded(records))
+    feasible = configurations(space.params, planner.deployed, excluded=excluded_by(planner.blames(records)))
     assert feasible == 15
     assert verdict.reason == "null" and not verdict.winner, verdict.message
     measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
