@@ -8,7 +8,8 @@ crash, NaN loss, a run that stops short) is blamed on a setting when
 * at least two runs that set it failed that way, no run that set it succeeded, and no earlier blame explains them.
 
 A hang is retried as the infrastructure's; once the same configuration hangs twice and never ran, it is blamed like
-an out-of-memory run.
+an out-of-memory run. A value the installed XLA rejects (its run aborted on an unknown flag, or it was not run because
+pre-flight or an earlier run found it) is blamed like one too: no run can ever measure it.
 
 A numeric setting's blame extends beyond it, away from the deployed value (a threshold that runs out of memory at
 64 GiB does at 128 GiB too), unless a run there succeeded. Flaky infrastructure (hangs, NCCL init, preemption) is
@@ -27,12 +28,15 @@ from dataclasses import dataclass
 
 from flagopt.space import Space, render_value
 from flagopt.decide._design import Scalar, same_value, settings_of_record
-from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, RUNNING, RunRecord
+from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, INVALID, RUNNING, RunRecord
 
 #: Failure classes the configuration itself causes: the same settings fail the same way again.
 DETERMINISTIC = frozenset({"oom", "crash", "numerics-nan", "incomplete"})
 #: Failure classes retried as the infrastructure's, blamed on the configuration once they happen again on it.
 REPRODUCIBLE = frozenset({"hang"})
+#: A value the installed XLA rejects: its run aborts at start, or is not run at all (status ``invalid``) once
+#: pre-flight or an earlier run found it unknown. No run can ever measure it.
+REJECTED = frozenset({"unknown-flag"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class Blame:
 
     def sentence(self) -> str:
         beyond = {1: " (and every larger value)", -1: " (and every smaller value)"}.get(self.direction, "")
+        if self.failure_class in REJECTED:  # its probe may never have run: pre-flight found it
+            return f"the installed XLA rejects {self.param}={render_value(self.value)}{beyond}: unknown-flag"
         runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
         return f"{runs} with {self.param}={render_value(self.value)}{beyond} failed: {self.failure_class}"
 
@@ -112,6 +118,8 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
             for k, v in settings.items():
                 ok_values.setdefault(k, []).append(v)
         elif rec.status in (INFEASIBLE, FAILED) and rec.attrs.get("failure_class") in DETERMINISTIC and settings:
+            failures.append((str(rec.attrs["failure_class"]), settings))
+        elif rec.status in (FAILED, INVALID) and rec.attrs.get("failure_class") in REJECTED and settings:
             failures.append((str(rec.attrs["failure_class"]), settings))
         elif rec.attrs.get("failure_class") in REPRODUCIBLE and settings and rec.status not in (CANCELLED, RUNNING):
             reproducible.setdefault((str(rec.attrs["failure_class"]), rec.config_key), []).append(settings)

@@ -89,3 +89,15 @@ def test_a_hang_is_the_infrastructure_s_until_its_retry_hangs_too(tmp_path):
     fine = RunRecord(3, "probe", "p", "kp", "ok", 100.0, 3.0, 0.0, attrs=fine.attrs)  # the same configuration
     ran = blames_of(tmp_path, [hung(1, {P2P: True}, "kp"), hung(2, {P2P: True}, "kp"), fine])
     assert ran == []  # it also ran fine once: a flaky node, not the setting
+
+
+def test_a_value_the_installed_xla_rejects_is_blamed_whether_it_ran_or_was_not_run(tmp_path):
+    """An unknown flag aborts at XLA start (``failed``), or is not run at all once pre-flight or an earlier run found
+    it (``invalid``): no run can ever measure it, so it counts out of the space like an out-of-memory value."""
+    aborted = blames_of(tmp_path, [rec(1, {P2P: True}, "failed", "unknown-flag")])
+    not_run = blames_of(tmp_path, [rec(1, {DBUF: True}, "invalid", "unknown-flag")])
+    assert [(b.param, b.value, b.failure_class) for b in aborted] == [("p2p", True, "unknown-flag")]
+    assert [(b.param, b.value, b.failure_class) for b in not_run] == [("dbuf", True, "unknown-flag")]
+    assert not_run[0].sentence() == "the installed XLA rejects dbuf=true: unknown-flag"
+    # a run that never started for another reason (a submit refused by Slurm) says nothing about the value
+    assert blames_of(tmp_path, [rec(1, {DBUF: True}, "invalid", "submit-failed")]) == []
