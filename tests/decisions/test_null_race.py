@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
 from benchmarks._random_landscapes import random_landscape
+from benchmarks.rejected_flag import null_with_rejected_flag
 from flagopt.decide import configurations, excluded_by
 from flagopt.study import arms_of
-from flagopt.workloads.sim import LANDSCAPES, landscape_from_data, load_landscape
+from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 
 LAND = load_landscape("null")
@@ -88,14 +88,9 @@ def test_a_small_space_with_a_flag_the_installed_xla_rejects_is_measured_to_its_
     which the 16 that set the unknown flag can never run. Its probe is not run (``invalid``, unknown-flag) and, until
     the planner counted such a value out, the space was never done: the sampler re-proposed measured points until the
     60-run budget ended on a `budget` verdict. The 15 that can run are each measured, and the verdict is `null`."""
-    data = yaml.safe_load(LANDSCAPES.read_text())["null"]
-    keep = ("xla_gpu_enable_pipelined_all_gather", "xla_gpu_enable_while_loop_double_buffering", "NCCL_PROTO")
-    data["params"] = {name: entry for name, entry in data["params"].items() if name in keep}
-    rejected = data["unknown_flags"][0]
-    data["params"][rejected] = {"target": "xla", "type": "bool", "default": False, "effect": {"values": {}}}
-    path = tmp_path / "landscapes.yaml"
-    path.write_text(yaml.safe_dump({"null-rejected": data}))
-    runner, verdict = run_study(landscape_from_data("null-rejected", data, path), tmp_path / "study", 1)
+    land = null_with_rejected_flag(tmp_path / "landscape")
+    rejected = next(name for name in land.space_params() if name in land.unknown_flags)
+    runner, verdict = run_study(land, tmp_path / "study", 1)
     space, planner, records = runner.space, runner.planner, runner.records()
     assert configurations(space.params, planner.deployed) == 31
     assert [(b.param, b.failure_class) for b in planner.blames(records)] == [(rejected, "unknown-flag")]
