@@ -70,16 +70,9 @@ def test_a_small_space_with_a_value_that_fails_alone_is_measured_to_its_last_con
     claimed at +2.1 % (true +0.4 %). The 15 that can run are each measured, and the verdict is `null`."""
     land = random_landscape("rand-null", 5035, tmp_path)
     runner, verdict = run_study(land, tmp_path / "study", 5035)
-    space, planner = runner.space, runner.planner
     records = runner.records()
-    assert configurations(space.params, planner.deployed) == 31
-    assert [b.param for b in planner.blames(records)] == ["xla_gpu_enable_pipelined_reduce_scatter"]
-    feasible = configurations(space.params, planner.deployed, excluded=excluded_by(planner.blames(records)))
-    assert feasible == 15
-    assert verdict.reason == "null" and not verdict.winner, verdict.message
-    measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
-                if a.estimate is not None and a.kind != "baseline-no-env"}
-    assert len(measured) == feasible
+    assert [b.param for b in runner.planner.blames(records)] == ["xla_gpu_enable_pipelined_reduce_scatter"]
+    assert_every_runnable_configuration_measured(runner, verdict, size=31, runnable=15)
     assert any(r.attrs.get("design") == "remaining" and r.ok for r in records)
 
 
@@ -91,13 +84,19 @@ def test_a_small_space_with_a_flag_the_installed_xla_rejects_is_measured_to_its_
     land = null_with_rejected_flag(tmp_path / "landscape")
     rejected = next(name for name in land.space_params() if name in land.unknown_flags)
     runner, verdict = run_study(land, tmp_path / "study", 1)
+    records = runner.records()
+    assert [(b.param, b.failure_class) for b in runner.planner.blames(records)] == [(rejected, "unknown-flag")]
+    assert_every_runnable_configuration_measured(runner, verdict, size=31, runnable=15)
+    assert len(records) < 30
+
+
+def assert_every_runnable_configuration_measured(runner, verdict, *, size: int, runnable: int) -> None:
+    """The space has ``size`` configurations, ``runnable`` of them not covered by a blame; each of those was
+    measured and the verdict is `null`."""
     space, planner, records = runner.space, runner.planner, runner.records()
-    assert configurations(space.params, planner.deployed) == 31
-    assert [(b.param, b.failure_class) for b in planner.blames(records)] == [(rejected, "unknown-flag")]
-    feasible = configurations(space.params, planner.deployed, excluded=excluded_by(planner.blames(records)))
-    assert feasible == 15
+    assert configurations(space.params, planner.deployed) == size
+    assert configurations(space.params, planner.deployed, excluded=excluded_by(planner.blames(records))) == runnable
     assert verdict.reason == "null" and not verdict.winner, verdict.message
     measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
                 if a.estimate is not None and a.kind != "baseline-no-env"}
-    assert len(measured) == feasible
-    assert len(records) < 30
+    assert len(measured) == runnable
