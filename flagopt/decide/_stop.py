@@ -118,9 +118,11 @@ class Stopping:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
+                # A single run's interval says nothing where most runs are distinct configurations (the fit has a
+                # degree of freedom or two: "+0.8% [-41.1%, +42.7%]" at the end of a 19-run small space)
+                spread = "on its one run" if best.n == 1 else f"[{best.estimate.lo:+.1%}, {best.estimate.hi:+.1%}]"
                 found = f"{len(distinct)} distinct configurations evaluated, none better than {stop.null_gain:+.0%} " \
-                    f"(best: {best.label} {best.estimate.gain:+.1%} [{best.estimate.lo:+.1%}, " \
-                    f"{best.estimate.hi:+.1%}], {best.verdict})"
+                    f"(best: {best.label} {best.estimate.gain:+.1%} {spread}, {best.verdict})"
                 # Say what the data show: a negative finding only where the noise let the runs tell +null_gain apart
                 doubt = stats.inconclusive(noise.get("run_sigma"), stop.null_gain, max(a.n for a in distinct),
                                            confidence=space.noise.confidence)
