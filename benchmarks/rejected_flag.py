@@ -32,8 +32,9 @@ from flagopt.workloads.sim import LANDSCAPES, Landscape, landscape_from_data  # 
 KEPT = ("xla_gpu_enable_pipelined_all_gather", "xla_gpu_enable_while_loop_double_buffering", "NCCL_PROTO")
 
 
-def null_with_rejected_flag(folder: Path) -> Landscape:
-    """The null landscape with the params of :data:`KEPT` and a boolean param on its first unknown flag.
+def null_with_rejected_flag(folder: Path, kept: tuple[str, ...] = KEPT, oom: tuple[str, ...] = ()) -> Landscape:
+    """The null landscape with the params of ``kept`` and a boolean param on its first unknown flag; each boolean of
+    ``oom`` runs out of memory when set.
 
     Example:
         >>> import tempfile
@@ -42,7 +43,8 @@ def null_with_rejected_flag(folder: Path) -> Landscape:
         ('NCCL_PROTO', 4)
     """
     data = copy.deepcopy(yaml.safe_load(Path(LANDSCAPES).read_text())["null"])
-    data["params"] = {name: entry for name, entry in data["params"].items() if name in KEPT}
+    data["params"] = {name: entry for name, entry in data["params"].items() if name in kept}
+    data["oom"] = [{"when": {name: True}, "bytes": 2**36} for name in oom]
     rejected = data["unknown_flags"][0]
     data["params"][rejected] = {"target": "xla", "type": "bool", "default": False, "effect": {"values": {}}}
     folder.mkdir(parents=True, exist_ok=True)

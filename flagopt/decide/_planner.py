@@ -179,6 +179,10 @@ class Planner(Screen, Race, Stopping):
         if remaining is not None:
             return Plan(remaining, remaining.kind, "a configuration of the small space no run has set",
                         attrs={**phase, "design": "remaining"})
+        unrunnable = self.unrunnable(records)
+        if unrunnable is not None:
+            return self.budget_verdict("budget", unrunnable, self.eligible(arms), [arm_summary(a) for a in arms],
+                                       self.noise_summary(records))
         return SAMPLE
 
 

@@ -149,6 +149,18 @@ class Stopping:
                 return design.config_of_settings(self.space, settings, kind="probe", profile="remaining: " + label)
         return None
 
+    def unrunnable(self, records: Sequence[RunRecord]) -> str | None:
+        """Why no configuration of the space can run, once every value it can set failed alone (out of memory,
+        rejected by the installed XLA, ...); ``None`` while one can. The sampler would otherwise be asked for
+        points that all contain a blamed value, each told as not run, until it gave up (30 records of nothing): two
+        booleans that each run out of memory alone and a flag the installed XLA does not know leave no configuration.
+        """
+        blames = self.blames(records)
+        if not blames or design.configurations(self.space.params, self.deployed, excluded=excluded_by(blames)) != 0:
+            return None
+        return "no configuration of the space can run: " + "; ".join(b.sentence() for b in blames) + \
+            "; fix or remove these values"
+
     def balanced_pending(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> bool:
         """Whether the balanced screen still has a row to run: no null verdict before its effects are in (rand-below
         ended `null` after four of its eight rows, its +2 % setting measured once and shrunk to +0.7 %)."""
