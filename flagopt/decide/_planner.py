@@ -175,11 +175,12 @@ class Planner(Screen, Race, Stopping):
                 else "the space has no profiles and no params: only the baselines were compared"
             return self.budget_verdict("budget", why, eligible, [arm_summary(a) for a in arms],
                                        self.noise_summary(records))
-        remaining = self.remaining(records)  # a small space is measured to its last configuration, not sampled
+        blames = self.blames(records)
+        remaining = self.remaining(records, blames)  # a small space is measured to its last configuration, not sampled
         if remaining is not None:
             return Plan(remaining, remaining.kind, "a configuration of the small space no run has set",
                         attrs={**phase, "design": "remaining"})
-        unrunnable = self.unrunnable(records)
+        unrunnable = self.unrunnable(blames)
         if unrunnable is not None:
             return self.budget_verdict("budget", unrunnable, self.eligible(arms), [arm_summary(a) for a in arms],
                                        self.noise_summary(records))

@@ -9,7 +9,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
-from flagopt.decide._blame import excluded_by
+from flagopt.decide._blame import Blame, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -130,7 +130,7 @@ class Stopping:
                 return Verdict("null", f"{found}; {tail}", tried=tried, noise=noise)
         return None
 
-    def remaining(self, records: Sequence[RunRecord]) -> TrialConfig | None:
+    def remaining(self, records: Sequence[RunRecord], blames: Sequence[Blame]) -> TrialConfig | None:
         """A configuration of a small space (fewer than ``stop.max_null``) that no run set yet, the fewest settings
         first, values that failed alone left out (:func:`~flagopt.decide._blame.excluded_by`): the null verdict waits
         for every one of them, and the sampler cannot propose a param back at its deployed value when that is not one
@@ -139,7 +139,7 @@ class Stopping:
         with ``screen: false``: there the sampler proposes every run."""
         if not self.space.screen:
             return None
-        excluded = excluded_by(self.blames(records))
+        excluded = excluded_by(blames)
         if not 0 < design.configurations(self.space.params, self.deployed, excluded=excluded) < self.space.stop.max_null:
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver}
@@ -149,13 +149,12 @@ class Stopping:
                 return design.config_of_settings(self.space, settings, kind="probe", profile="remaining: " + label)
         return None
 
-    def unrunnable(self, records: Sequence[RunRecord]) -> str | None:
+    def unrunnable(self, blames: Sequence[Blame]) -> str | None:
         """Why no configuration of the space can run, once every value it can set failed alone (out of memory,
         rejected by the installed XLA, ...); ``None`` while one can. The sampler would otherwise be asked for
         points that all contain a blamed value, each told as not run, until it gave up (30 records of nothing): two
         booleans that each run out of memory alone and a flag the installed XLA does not know leave no configuration.
         """
-        blames = self.blames(records)
         if not blames or design.configurations(self.space.params, self.deployed, excluded=excluded_by(blames)) != 0:
             return None
         return "no configuration of the space can run: " + "; ".join(b.sentence() for b in blames) + \
