@@ -39,7 +39,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int | N
 
     ``space_options`` are merged into the space file (:func:`benchmarks._spaces.space_data`), e.g.
     ``{"stop": {"refine": 20}}``. ``detail`` carries the verdict reason, the winner's label, its estimated
-    interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records),
+    interval (``ci``), the run kinds, the launch log (:class:`RunLog` per record, from the runner's records), how many
+    records the study wrote (``records``: runs, controls and the probes recorded without a launch),
     the simulated run-seconds and the virtual wall time (``wall_seconds``: with ``slots`` > 1 the runs overlap;
     slots are named ``slot0``, ``slot1``...; ``slot_speed`` and ``slot_phase`` by those names), the slot of each
     launch (``slot_launches``) and the slots of the winner's successful runs in launch order (``winner_slots``).
@@ -68,7 +69,7 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int | N
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
               "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
               "winner_lo_familywise": _familywise_lo(runner, winner), "winner_slots": _winner_slots(runner, winner),
-              "log": log,
+              "log": log, "records": len(runner.records()),
               "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults),
               "wall_seconds": executor.wall_seconds, "slot_launches": list(executor.slot_launches)}
     return Choice(settings, float(winner["gain"]) if winner else 0.0, executor.launches, detail)

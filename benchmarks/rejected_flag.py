@@ -57,21 +57,13 @@ def one_seed(seed: int) -> tuple[int, str, int, bool]:
     """``(seed, verdict, records, recommends)`` of one study."""
     import optuna
 
-    from benchmarks._flagopt_run import clean_environment
-    from benchmarks._sim_executor import SimExecutor
-    from benchmarks._spaces import write_space
-    from flagopt.study import Progress, StudyRunner
+    from benchmarks._flagopt_run import run_flagopt
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
     folder = Path(tempfile.mkdtemp(prefix="rejected-"))
-    land = null_with_rejected_flag(folder)
-    space = write_space(land, seed, folder / "study", max_trials=60)
-    executor = SimExecutor(folder / "study" / "jobs", base_env=clean_environment(land))
-    runner = StudyRunner(space, executor, storage=f"sqlite:///{folder}/study/flagopt.db",
-                         progress=Progress(quiet=True), force=True, poll_s=0.0)
-    verdict = runner.run()
-    return seed, verdict.reason, len(runner.records()), bool(verdict.winner)
+    choice = run_flagopt(null_with_rejected_flag(folder), seed, folder / "study")
+    return seed, choice.detail["verdict"], choice.detail["records"], choice.detail["winner"] is not None
 
 
 def main(argv: list[str] | None = None) -> int:
