@@ -14,7 +14,7 @@ from flagopt.report._diff import changed_text
 from flagopt.report._negative import negative_of
 from flagopt.space import render_value
 from flagopt.study import (RunRecord, StudyData, drift_disagreements, drift_note, gain_text, is_nan, metric_label,
-                           other_cells, settings_text, slot_line)
+                           noise_note, other_cells, settings_text, slot_line)
 
 TOP, BOTTOM = 8, 5
 
@@ -252,6 +252,7 @@ def board_notes_of(data: StudyData) -> tuple[str, ...]:
         out.append("The winner's Δ% is what the verdict claims: its runs after the one that selected it (fresh); every "
                    "other row is over all its runs.")
     out.append(drift_note(drift_disagreements(data.frame, data.direction), data.metric_field))
+    out.append(noise_note(data.arms))
     if data.direction == "minimize":
         out.append(f"{data.metric_field} is minimized: Δ% is the speed-up, baseline {data.metric_field} / this "
                    f"{data.metric_field} - 1, so + is faster.")

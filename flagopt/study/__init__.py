@@ -14,8 +14,9 @@ from flagopt.study._collect import Collected, collect
 from flagopt.study._delete import DeletedStudy, delete_study, describe_deletion
 from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
-from flagopt.study._leaderboard import (compact_settings, drift_disagreements, drift_note, gain_text, leaderboard,
-                                       metric_label, metric_text, param_names, settings_text, short_flag_names)
+from flagopt.study._leaderboard import (NOISE_NOTE_DF, compact_settings, drift_disagreements, drift_note, gain_text,
+                                       leaderboard, metric_label, metric_text, noise_note, param_names, settings_text,
+                                       short_flag_names)
 from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._progress import Progress
 from flagopt.study._records import RunRecord, current_history, history, record_of
@@ -25,11 +26,12 @@ from flagopt.study._storage import (DEFAULT_STORAGE, artifacts_root, load_study,
                                     shown_url, storage_url, study_folder)
 
 __all__ = [
-    "DEFAULT_STORAGE", "Arm", "Collected", "DeletedStudy", "delete_study", "describe_deletion", "Observers", "PinnedNodesDown",
+    "DEFAULT_STORAGE", "NOISE_NOTE_DF", "Arm", "Collected", "DeletedStudy", "delete_study", "describe_deletion", "Observers", "PinnedNodesDown",
     "Plan", "Planner", "Progress", "RunRecord",
     "SlotSummary", "StudyData", "StudyObserver", "StudyRunner", "Verdict", "arms_of", "current_history",
     "artifacts_root", "collect",
-    "compact_settings", "drift_disagreements", "drift_note", "history", "metric_label", "metric_text", "is_nan", "leaderboard", "load_study", "noise_of", "open_storage",
+    "compact_settings", "drift_disagreements", "drift_note", "history", "metric_label", "metric_text", "is_nan", "leaderboard", "load_study", "noise_note", "noise_of",
+    "open_storage",
     "gain_text", "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "shown_url",
     "slot_line", "storage_url", "study_data",
     "study_data_of", "study_folder", "write_trial_files",

@@ -10,7 +10,7 @@ import pandas as pd
 
 from flagopt.evidence import human_bytes
 from flagopt.space import NoiseSpec
-from flagopt.decide import arms_of
+from flagopt.decide import Arm, arms_of
 from flagopt.study._records import BASELINE, RunRecord
 
 COLUMNS = ["profile", "trial", "kind", "flags", "steady", "step_s", "delta_pct", "ci_lo_pct", "ci_hi_pct", "verdict",
@@ -173,6 +173,29 @@ def drift_note(rows: list[tuple[int, str, float, float]], metric: str) -> str:
     return (f"Drift correction: {shown}{more}. The raw {metric} is compared with the mean of all baseline-deployed "
             "runs; Δ% with the baseline runs measured around each run (the job's speed drifted during the study), "
             "so where the two disagree, Δ% is the one to believe.")
+
+
+#: Below this many degrees of freedom in the run noise, the leaderboard says why its intervals are wide (the 95 %
+#: t-quantile is 2.6 at five and 12.7 at one; 1.96 with the noise known).
+NOISE_NOTE_DF = 5.0
+
+
+def noise_note(arms: Iterable[Arm]) -> str:
+    """One sentence when the arms' intervals rest on a run noise measured with few degrees of freedom, else empty.
+
+    The noise comes from the controls and the configurations run more than once: early in a study, with most
+    configurations run once, it rests on one or two degrees of freedom and a single run's interval spans about a
+    dozen standard errors (the demo: +-12 points on a job with 2 % noise). The sentence says so, and what narrows it.
+    """
+    est = next((a.estimate for a in arms if a.estimate is not None and a.estimate.n and a.estimate.se > 0
+                and math.isfinite(a.estimate.se)), None)
+    if est is None or est.df >= NOISE_NOTE_DF:
+        return ""
+    quantile = (est.hi - est.gain) / est.se
+    return (f"Intervals: the run-to-run noise behind them is measured only by the baseline-deployed runs and the "
+            f"configurations run more than once, so far with {est.df:.1f} degrees of freedom, so an interval spans "
+            f"+-{quantile:.1f} standard errors (1.96 once the noise is well measured); they narrow as the study runs "
+            "drift controls and repeats.")
 
 
 def _readable(key: str, value: Any) -> str:

@@ -10,6 +10,7 @@ import pytest
 
 from flagopt.cli import main
 from flagopt.report import report_data, study_data, study_status
+from flagopt.study import NOISE_NOTE_DF
 
 NULL_MESSAGE = ("3 distinct profiles evaluated, none better than +2% (best: tree -7.1% [-43.0%, +29.0%], unknown): "
                 "throughput is structurally bounded at the editable scope")
@@ -147,3 +148,32 @@ def test_after_raising_max_trials_status_shows_the_new_budget(tmp_path, capsys):
            space={"stop": {"max_trials": 12}})
     assert main(["status", "raised", "--storage", storage]) == 0
     assert "budget: 2 of max_trials 12 runs used" in capsys.readouterr().out
+
+
+def test_the_leaderboard_says_why_its_intervals_are_wide_while_the_noise_rests_on_few_degrees_of_freedom(tmp_path,
+                                                                                                        capsys):
+    # The demo's first leaderboard: three controls, every configuration run once, a +-12 point interval on a job
+    # with 2 % noise, and nothing saying why.
+    storage = f"sqlite:///{tmp_path / 's.sqlite'}"
+    base = ("baseline-deployed", "baseline-deployed", "k0", {})
+    early = [(*base, 100.0, 1), ("profile", "a", "k1", {}, 103.0, 2), ("profile", "b", "k2", {}, 98.0, 3),
+             (*base, 101.5, 4), ("profile", "c", "k3", {}, 101.0, 5), (*base, 99.0, 6)]
+    _study(storage, "early", early)
+    data = study_data(storage, "early")
+    est = next(a.estimate for a in data.arms if a.label == "a")
+    assert est.df < NOISE_NOTE_DF
+    assert main(["leaderboard", "early", "--storage", storage]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    hit = re.search(r"so far with ([\d.]+) degrees of freedom, so an interval spans \+-([\d.]+) standard errors", out)
+    assert hit, out
+    assert float(hit.group(1)) == pytest.approx(est.df, abs=0.05)
+    assert float(hit.group(2)) == pytest.approx((est.hi - est.gain) / est.se, abs=0.05) and float(hit.group(2)) > 2.6
+    assert any("degrees of freedom" in note for note in report_data(data).board_notes)
+    # Controls and repeats enough: the note goes.
+    later = early + [(*base, 100.5 + 0.3 * (i % 3), 7 + 2 * i) for i in range(8)] + \
+        [("profile", "a", "k1", {}, 103.2 - 0.2 * (i % 2), 8 + 2 * i) for i in range(8)]
+    _study(storage, "later", later)
+    data = study_data(storage, "later")
+    assert next(a.estimate for a in data.arms if a.label == "a").df >= NOISE_NOTE_DF
+    assert main(["leaderboard", "later", "--storage", storage]) == 0
+    assert "degrees of freedom" not in capsys.readouterr().out
