@@ -192,7 +192,7 @@ def noise_note(arms: Iterable[Arm]) -> str:
     if est is None or est.df >= NOISE_NOTE_DF:
         return ""
     quantile = (est.hi - est.gain) / est.se
-    return (f"Intervals: the run-to-run noise behind them is measured only by the baseline-deployed runs and the "
+    return ("Intervals: the run-to-run noise behind them is measured only by the baseline-deployed runs and the "
             f"configurations run more than once, so far with {est.df:.1f} degrees of freedom, so an interval spans "
             f"+-{quantile:.1f} standard errors (1.96 once the noise is well measured); they narrow as the study runs "
             "drift controls and repeats.")
