@@ -13,6 +13,10 @@ Three families, each checked against the truth (:meth:`Landscape.best`):
 * ``rand-below`` — the true best gain is in +2.5..+4.5 % (no +5 % winner exists);
 * ``rand-null`` — every single effect and interaction is below 0.3 % in size.
 
+Each family also comes on flaky infrastructure (``rand-win-flaky``...: the same landscape for the same seed, with the
+shipped ``flaky`` landscape's failure rates per launch, independent of the settings), so a rule that only holds
+where every run succeeds shows up seed by seed.
+
 They are written to a landscapes file of the shipped schema and run like shipped ones: the space command carries
 ``landscapes=<file>`` (``Landscape.path``), so ``SimExecutor`` and ``python -m flagopt.workloads.sim`` read them.
 
@@ -40,6 +44,12 @@ FAMILIES = ("rand-win", "rand-below", "rand-null")
 BEST_RANGE = {"rand-win": (0.06, 0.25), "rand-below": (0.025, 0.045)}
 NULL_EFFECT = 0.003
 _FAMILY_ID = {name: i for i, name in enumerate(FAMILIES)}
+#: A family's name with this suffix: its landscapes on flaky infrastructure, at the shipped ``flaky`` landscape's
+#: rates per launch (NCCL bootstrap failure, coordination timeout, hang, exit 143 after every step printed).
+FLAKY = "-flaky"
+FLAKY_RATES = {"nccl_init": 0.03, "coordination_timeout": 0.02, "hang": 0.03, "sigterm_after": 0.04}
+#: Every family a benchmark can name (the default runs use ``FAMILIES``).
+CHOICES = FAMILIES + tuple(family + FLAKY for family in FAMILIES)
 MiB = 2**20
 
 # (name, kind, extra): the pool a landscape draws its params from.
@@ -187,8 +197,12 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
     Raises:
         ValueError: an unknown family.
     """
-    if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(FAMILIES)}")
+    if family not in CHOICES:
+        raise ValueError(f"unknown family {family!r}; choose one of {', '.join(CHOICES)}")
+    if family.endswith(FLAKY):
+        entry = random_landscape_data(family[:-len(FLAKY)], seed)
+        return {**entry, "description": f"{entry.get('description', '')} On flaky infrastructure.".strip(),
+                "flaky": dict(FLAKY_RATES)}
     name = f"{family}-{seed}"
     for attempt in range(50):
         entry = _draw(family, seed, attempt)

@@ -51,7 +51,7 @@ from benchmarks._baselines import (  # noqa: E402
 )
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
-from benchmarks._random_landscapes import FAMILIES, random_landscape  # noqa: E402
+from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
 from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E402
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 from flagopt.space import render_value  # noqa: E402
@@ -59,7 +59,7 @@ from flagopt.space import render_value  # noqa: E402
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5",
               "h200x2-measured")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
-NULL_LANDSCAPES = ("null", "rand-null")
+NULL_LANDSCAPES = ("null", "rand-null", "rand-null-flaky")
 STRATEGIES = ("flagopt", "flagopt-eq", "flagopt-1.5x", "flagopt-told", "manual", "manual-x3", "random", "tpe",
               "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
@@ -197,8 +197,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--landscapes", nargs="*", default=None, choices=LANDSCAPES,
                         help="shipped landscapes (default: all; none with an empty list)")
-    parser.add_argument("--families", nargs="*", default=None, choices=FAMILIES,
-                        help="held-out random families (default: all; none with an empty list)")
+    parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
+                        help=f"held-out random families (default: {' '.join(FAMILIES)}; none with an empty list; "
+                             "a name ending -flaky: the same landscapes on flaky infrastructure)")
     parser.add_argument("--held-out-seeds", type=int, default=None,
                         help="landscapes (= seeds) per held-out family (default: --seeds)")
     parser.add_argument("--null-seeds", type=int, default=None,

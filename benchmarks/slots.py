@@ -52,7 +52,7 @@ from rich.table import Table  # noqa: E402
 
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, TargetCheck  # noqa: E402
-from benchmarks._random_landscapes import FAMILIES, random_landscape  # noqa: E402
+from benchmarks._random_landscapes import CHOICES, random_landscape  # noqa: E402
 from benchmarks._write import kept_notes, markdown_table, sectioned_table, write_markdown  # noqa: E402
 from benchmarks.decisions import LANDSCAPES, NULL_LANDSCAPES, SPAWN, commit, machine  # noqa: E402
 from flagopt.workloads.sim import load_landscape  # noqa: E402
@@ -376,7 +376,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--landscapes", nargs="*", default=None, choices=LANDSCAPES,
                         help=f"shipped landscapes (default: {' '.join(DEFAULT_LANDSCAPES)}; none with an empty list)")
-    parser.add_argument("--families", nargs="*", default=None, choices=FAMILIES,
+    parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
                         help=f"held-out families (default: {' '.join(DEFAULT_FAMILIES)}; none with an empty list)")
     parser.add_argument("--held-out-seeds", type=int, default=None, help="landscapes per family (default: --seeds)")
     parser.add_argument("--null-seeds", type=int, default=None, help="seeds for null and rand-null (default: --seeds)")

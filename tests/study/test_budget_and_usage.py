@@ -52,3 +52,34 @@ def test_run_trials_below_one_is_a_usage_error(write_space, storage, tmp_path, c
     err = capsys.readouterr().err
     assert "argument --trials: must be" in err and value in err
     assert not (tmp_path / "studies").exists()
+
+
+def test_a_budget_verdict_says_how_many_runs_the_machine_lost_and_what_to_do(write_space, storage, tmp_path):
+    count = tmp_path / "launches"
+    space = write_space(f"""
+        name: flaky-cluster
+        command: {FAULTY.replace("{extra}", f', "scenario=flaky", "fail_first=1", "state={count}"')}
+        profiles:
+          a: {{env: {{FOO: "1"}}}}
+        stop: {{max_trials: 3}}
+    """)
+    run(space, storage)
+    records = history(load_study(storage, "flaky-cluster"))
+    assert [r.status for r in records] == ["flake", "ok", "ok"]  # the first launch failed at NCCL init, then its retry
+    verdict = load_study(storage, "flaky-cluster").user_attrs["flagopt.verdict"]
+    assert verdict["reason"] == "budget"
+    assert "max_trials (3) runs used, 1 of them infrastructure failures (NCCL" in verdict["message"]
+    assert "raise max_trials by as many" in verdict["message"]
+
+
+def test_a_budget_verdict_on_a_healthy_cluster_says_nothing_of_infrastructure(write_space, storage):
+    space = write_space(f"""
+        name: healthy
+        command: {FAULTY.replace("{extra}", "")}
+        profiles:
+          a: {{env: {{FOO: "1"}}}}
+        stop: {{max_trials: 2}}
+    """)
+    run(space, storage)
+    verdict = load_study(storage, "healthy").user_attrs["flagopt.verdict"]
+    assert verdict["reason"] == "budget" and "infrastructure" not in verdict["message"]
