@@ -47,7 +47,6 @@ _FAMILY_ID = {name: i for i, name in enumerate(FAMILIES)}
 #: A family's name with this suffix: its landscapes on flaky infrastructure, at the shipped ``flaky`` landscape's
 #: rates per launch (NCCL bootstrap failure, coordination timeout, hang, exit 143 after every step printed).
 FLAKY = "-flaky"
-FLAKY_RATES = {"nccl_init": 0.03, "coordination_timeout": 0.02, "hang": 0.03, "sigterm_after": 0.04}
 #: Every family a benchmark can name (the default runs use ``FAMILIES``).
 CHOICES = FAMILIES + tuple(family + FLAKY for family in FAMILIES)
 MiB = 2**20
@@ -201,8 +200,8 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
         raise ValueError(f"unknown family {family!r}; choose one of {', '.join(CHOICES)}")
     if family.endswith(FLAKY):
         entry = random_landscape_data(family[:-len(FLAKY)], seed)
-        return {**entry, "description": f"{entry.get('description', '')} On flaky infrastructure.".strip(),
-                "flaky": dict(FLAKY_RATES)}
+        return {**entry, "description": f"{entry['description']} On flaky infrastructure.",
+                "flaky": dict(load_landscape("flaky").flaky)}
     name = f"{family}-{seed}"
     for attempt in range(50):
         entry = _draw(family, seed, attempt)

@@ -210,7 +210,7 @@ def flakes_note(records: Sequence[RunRecord]) -> str:
     """What the budget lost to the machine: the launches that failed for a reason no setting causes (each counts
     against ``max_trials``, issue 16), with what to do about it; ``""`` where none did.
 
-    On flaky infrastructure (about one launch in twelve failing) a 60-run study measures about 55 runs, and held-out
+    On flaky infrastructure (8 % of launches failing) a 60-run study measures about 55 runs, and held-out
     +6 to +25 % winners were confirmed in 92.5 % of 120 studies against 97.5 % on a healthy cluster
     (docs/benchmark-decisions.md, twenty-third-session note).
 
