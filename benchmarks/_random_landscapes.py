@@ -37,18 +37,22 @@ from typing import Any
 import numpy as np
 import yaml
 
+from benchmarks._recipe_landscapes import add_recipe
 from flagopt.workloads.sim import Landscape, landscape_from_data, load_landscape
 
 FAMILIES = ("rand-win", "rand-below", "rand-null")
+#: Families a benchmark runs only when named: ``rand-recipe`` (a rand-win landscape with the recipe structure of
+#: real jobs, ``benchmarks/_recipe_landscapes.py``).
+EXTRA_FAMILIES = ("rand-recipe",)
 #: The true best gain each family must have (low, high); rand-null is defined by its effect sizes instead.
-BEST_RANGE = {"rand-win": (0.06, 0.25), "rand-below": (0.025, 0.045)}
+BEST_RANGE = {"rand-win": (0.06, 0.25), "rand-below": (0.025, 0.045), "rand-recipe": (0.06, 0.25)}
 NULL_EFFECT = 0.003
-_FAMILY_ID = {name: i for i, name in enumerate(FAMILIES)}
+_FAMILY_ID = {name: i for i, name in enumerate(FAMILIES + EXTRA_FAMILIES)}
 #: A family's name with this suffix: its landscapes on flaky infrastructure, at the shipped ``flaky`` landscape's
 #: rates per launch (NCCL bootstrap failure, coordination timeout, hang, exit 143 after every step printed).
 FLAKY = "-flaky"
 #: Every family a benchmark can name (the default runs use ``FAMILIES``).
-CHOICES = FAMILIES + tuple(family + FLAKY for family in FAMILIES)
+CHOICES = FAMILIES + EXTRA_FAMILIES + tuple(family + FLAKY for family in FAMILIES + EXTRA_FAMILIES)
 MiB = 2**20
 
 # (name, kind, extra): the pool a landscape draws its params from.
@@ -214,8 +218,13 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
         low, high = BEST_RANGE[family]
         rng = np.random.default_rng([seed, _FAMILY_ID[family], attempt, 1])
         target = float(rng.uniform(low + 0.002, min(high, 0.16) - 0.002))
+        recipe = None
+        if family == "rand-recipe":
+            entry, recipe = add_recipe(entry, rng)
         fit = _fit_scale(name, entry, target)
         if fit is not None and low <= _best_gain(name, fit) <= high:
+            if recipe is not None:
+                fit["profiles"] = recipe.profiles(fit, landscape_from_data(name, fit).best().settings, rng)
             return fit
     raise RuntimeError(f"no {family} landscape found for seed {seed} in 50 attempts")  # pragma: no cover
 

@@ -170,7 +170,8 @@ def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Se
         "## Landscapes",
         markdown_table(("landscape", "truth model (flagopt/workloads/landscapes.yaml)"), list(landscapes.items())),
         "Held-out landscapes (not shipped; `benchmarks/_random_landscapes.py`, one per seed): `rand-win` (true best "
-        ">= +6 %), `rand-below` (true best +2.5..+4.5 %), `rand-null` (every effect below 0.3 %); a family named "
+        ">= +6 %), `rand-below` (true best +2.5..+4.5 %), `rand-null` (every effect below 0.3 %); `rand-recipe` (a "
+        "rand-win draw with a recipe profile, settings only it sets, and a communication pool); a family named "
         "`...-flaky`: the same landscapes on flaky infrastructure (the `flaky` landscape's failure rates per launch).",
         "## Strategies",
         "\n".join(STRATEGY_TEXT),

@@ -7,8 +7,8 @@ Usage:
 
 Every strategy runs on the same simulated landscapes (``flagopt/workloads/landscapes.yaml``: drift by launch
 index, run noise, OOM regions, flaky infrastructure) and on held-out random landscapes this project does not ship
-(``benchmarks/_random_landscapes.py``: families rand-win, rand-below, rand-null, one landscape per seed); flagopt
-runs as the real ``StudyRunner`` on :class:`SimExecutor`. Seeds run in parallel (``--jobs`` processes, sqlite on
+(``benchmarks/_random_landscapes.py``: families rand-win, rand-below, rand-null, and rand-recipe when named,
+one landscape per seed); flagopt runs as the real ``StudyRunner`` on :class:`SimExecutor`. Seeds run in parallel (``--jobs`` processes, sqlite on
 /dev/shm). Prints rich tables and, with ``--out``, writes the markdown write-up.
 """
 

@@ -16,6 +16,7 @@ from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan
+from flagopt.decide._profiles import PROFILE_DESIGNS
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
 from flagopt.failure_classes import OOM
 from flagopt.space import Param, Space, TrialConfig
@@ -231,7 +232,8 @@ class Proposals(BalancedDesigns):
 
     def mend_failed(self, records: Sequence[RunRecord], in_flight: Sequence[Plan], blames: Sequence[Blame],
                     model: EffectsModel | None) -> tuple[TrialConfig, str, str] | None:
-        """A combination (or add-one) that failed: run it once more, and after a second failure run its parts.
+        """A combination (an add-one, a run about a catalog profile) that failed: run it once more, and after a second
+        failure run its parts.
 
         Its settings each ran fine alone, so a failure may be the infrastructure's (retried once), or one setting
         that fails only in company: its drop-one variants find out which, and keep the rest of the gain.
@@ -239,7 +241,7 @@ class Proposals(BalancedDesigns):
         flying = {p.config.config_key for p in in_flight}
         by_key: dict[str, list[RunRecord]] = {}
         for rec in records:
-            if rec.attrs.get("design") in MODEL_DESIGNS and rec.status not in (CANCELLED, RUNNING):
+            if rec.attrs.get("design") in MODEL_DESIGNS + PROFILE_DESIGNS and rec.status not in (CANCELLED, RUNNING):
                 by_key.setdefault(rec.config_key, []).append(rec)
         tried = {r.config_key for r in records if not r.stopped_with_driver} | flying
         for key, recs in by_key.items():

@@ -12,6 +12,7 @@ from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, settings_set
+from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, profile_add_one, profile_without_failures
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -126,12 +127,19 @@ class Screen(Proposals):
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
         budget_left = self.proposals_left(records)
+        rest = profile_without_failures(space, records, blames, tried)
+        if rest is not None and (config := fresh(*rest)) is not None:
+            return config, "a catalog profile without the settings that failed alone", PROFILE_REST
         combo = self.combination(model, blames)
         if len(combo) >= 2 and not proposals_in_flight and budget_left and self.worth_running(model, combo, records):
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
+        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh) \
+            if model is not None and not proposals_in_flight else None
+        if start is not None:
+            return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE
         if leader is None and (ahead or not proposals_in_flight):
             # ahead of a combination still running (several slots): its rows need not wait for it
             row = self.balanced_row(records, arms, blames, tried, ahead=ahead and bool(proposals_in_flight))

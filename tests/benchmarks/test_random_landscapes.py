@@ -92,3 +92,21 @@ def test_an_unknown_family_names_the_families_there_are() -> None:
     with pytest.raises(ValueError, match="rand-win-flaky") as err:
         random_landscape_data("rand-winn", 0)
     assert all(name in str(err.value) for name in CHOICES)
+
+
+def test_the_recipe_family_adds_a_recipe_a_pool_and_settings_only_a_profile_sets(tmp_path: Path) -> None:
+    own_in_best = 0
+    for seed in range(12):
+        land = random_landscape("rand-recipe", seed, tmp_path / str(seed))
+        base = random_landscape_data("rand-win", seed)  # the same draw, less the recipe structure
+        assert land.best().gain >= 0.06 and land.pool and land.pool["hides"]
+        own = {n for n, p in land.params.items() if not p.tunable}
+        assert 1 <= len(own) <= 3 and not own & set(base["params"])
+        assert not own & set(land.space_params())  # the search space does not offer them
+        recipe = {k for part in land.profiles["recipe"].values() for k in part}
+        assert own <= recipe  # only the recipe sets them
+        assert all(any(n in i["when"] for i in land.interactions) for n in own)  # each pays with a partner
+        assert len(land.profiles) >= 2
+        best = land.best().settings
+        own_in_best += any(best[n] != land.params[n].default for n in own)
+    assert own_in_best >= 4  # the best often needs what only the recipe sets

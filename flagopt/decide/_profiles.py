@@ -1,0 +1,91 @@
+"""A catalog profile as a starting point: a recipe that failed, run without the settings that fail alone; a recipe
+with the params the effects model says could still be added to it (statistics.md §10).
+
+A published recipe carries settings the search space does not offer (``target:key`` in the engine's vocabulary),
+some of which pay only inside it (the 2×H200 job of issue 25: triton_gemm=false cost 1.7 points alone and paid in
+the recipe). The combination is built from params only, so a recipe that measured below the best single probe, or
+failed outright, never met the settings that measured well alone: on the held-out ``rand-recipe`` family the study
+ended 6-8 points short of a best that was the recipe plus one such setting, or the recipe without the one setting
+that runs out of memory on this job.
+
+Example:
+    >>> has_own_settings({"xla:xla_gpu_enable_triton_gemm": False, "overlap": 2}), has_own_settings({"overlap": 2})
+    (True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from flagopt.decide import _design as design
+from flagopt.decide._arms import Arm
+from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
+from flagopt.space import Space, TrialConfig
+
+#: The design of a failed profile's run without the settings that failed alone (:func:`profile_without_failures`).
+PROFILE_REST = "profile-rest"
+#: The design of a profile's run with what the model says could still be added to it (:func:`profile_add_one`).
+PROFILE_ADD_ONE = "profile-add-one"
+#: Both: runs about a catalog profile, one per profile, outside the model's proposal budget.
+PROFILE_DESIGNS = (PROFILE_REST, PROFILE_ADD_ONE)
+
+
+def has_own_settings(settings: Mapping[str, Any]) -> bool:
+    """Whether ``settings`` (param name -> value) set a flag no param declares: a catalog profile's own."""
+    return any(":" in name for name in settings)
+
+
+def profile_without_failures(space: Space, records: Sequence[RunRecord], blames: Sequence[Blame],
+                             tried: set[str]) -> tuple[dict[str, Any], str] | None:
+    """A catalog profile that never ran, failing for a reason a blame explains (a setting of it failed alone): its
+    settings without the blamed ones, and a label; ``None`` when there is none left to run.
+
+    An engineer whose recipe runs out of memory on this job drops the setting that does and keeps the rest: the
+    recipe's other settings may be where the gain is.
+    """
+    ran = {r.config_key for r in records if r.ok}
+    for rec in records:
+        if rec.kind != "profile" or rec.ok or rec.status in (CANCELLED, RUNNING) or rec.config_key in ran:
+            continue
+        settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None]
+        rest = {n: v for n, v in settings.items() if n not in blamed}
+        if not blamed or not rest:
+            continue
+        config = design.config_of_settings(space, rest, kind="probe", profile="")
+        if config.config_key not in tried:
+            return rest, f"{rec.profile} without {', '.join(blamed)}"
+    return None
+
+
+def profile_bases(space: Space, arms: Sequence[Arm]) -> list[tuple[dict[str, Any], str]]:
+    """The measured catalog profiles that carry settings of their own (or what ran of one that failed,
+    :func:`profile_without_failures`), best estimate first: their settings and labels."""
+    out = []
+    for arm in sorted(arms, key=lambda a: -a.estimate.gain if a.estimate is not None else 0.0):
+        settings = design.settings_of_record(space, arm.first.attrs.get("settings") or {})
+        if arm.estimate is not None and has_own_settings(settings) \
+                and (arm.first.kind == "profile" or arm.first.attrs.get("design") == PROFILE_REST):
+            out.append((settings, arm.label))
+    return out
+
+
+def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict[str, Any]], dict[str, Any]],
+                    fresh: Callable[[dict[str, Any], str], TrialConfig | None]) -> TrialConfig | None:
+    """The first measured profile (:func:`profile_bases`) not yet run with what ``additions(base)`` (the effects
+    model) says could be added to it: that configuration, once per profile, or ``None``.
+
+    Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
+    pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
+    held-out rand-recipe family the best was such a recipe plus the settings that measured well alone in 31 of the
+    36 studies that ended more than 1 % short of it (docs/benchmark-decisions.md, twenty-fourth session).
+    """
+    for base, label in profile_bases(space, arms):
+        extra = additions(base)
+        config = fresh({**base, **extra}, f"{label} + " + ", ".join(
+            design.probe_label(space.param(n), v) for n, v in extra.items())) if extra else None
+        if config is not None:
+            return config
+    return None

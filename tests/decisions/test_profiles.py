@@ -1,0 +1,100 @@
+"""A catalog profile is a starting point (issue 25: "treat the catalog profiles (recipes) as strong starting
+points"): a recipe that ran out of memory runs again without the setting that fails alone, and a recipe runs once
+with the params that measured well alone, whatever an additive model predicts for it."""
+
+from __future__ import annotations
+
+import textwrap
+
+from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST
+from flagopt.space import load_space
+
+SPACE = """
+    name: r
+    command: [python, -c, pass]
+    params:
+      a: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+      c: {env: NCCL_PROTO, choices: [Simple, LL]}
+    profiles:
+      recipe: {xla: {xla_gpu_enable_triton_gemm: false, xla_gpu_enable_pipelined_all_gather: true}}
+      ll: {env: {NCCL_PROTO: LL}}
+"""
+OWN = "xla:xla_gpu_enable_triton_gemm"
+
+
+def load(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(textwrap.dedent(SPACE))
+    return load_space(path)
+
+
+def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None):
+    config = config_of_settings(space, settings, kind="probe", profile="p")
+    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
+    if failure:
+        attrs["failure_class"] = failure
+    kind = "baseline-deployed" if not settings else "probe"
+    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
+                     value, float(number), None, attrs=attrs)
+
+
+def profile_run(space, number, name, value=None, *, status="ok", failure=None):
+    config = next(p for p in space.profiles if p.profile == name)
+    attrs = {"settings": config.settings(), "design": "profile", "started_at": float(number)}
+    if failure:
+        attrs["failure_class"] = failure
+    return RunRecord(number, "profile", name, config.config_key, status, value, float(number), None, attrs=attrs)
+
+
+def next_step(space, records):
+    planner = Planner(space)
+    planner._sigma = 0.005
+    planner._model = planner.model(records)
+    return planner.next_screen(records, arms_of(records, space.noise), [], None)
+
+
+def test_a_recipe_that_ran_out_of_memory_runs_without_the_setting_that_does_alone(tmp_path):
+    space = load(tmp_path)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", status="infeasible", failure="oom"),
+               profile_run(space, 2, "ll", 101.0), run(space, 3, {"a": True}, status="infeasible", failure="oom"),
+               run(space, 4, {}, 100.1), run(space, 5, {"c": "Simple"}, 101.0), run(space, 6, {"c": "LL"}, 100.3),
+               run(space, 7, {}, 99.9)]
+    config, reason, kind = next_step(space, records)
+    assert kind == PROFILE_REST and "failed alone" in reason
+    assert settings_of_record(space, config.settings()) == {OWN: False}
+    assert config.profile == "recipe without a"
+
+    records.append(run(space, 8, {OWN: False}, 100.5, design=PROFILE_REST))
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_REST  # once
+
+
+def test_a_recipe_that_measured_low_runs_once_with_what_measured_well_alone(tmp_path):
+    space = load(tmp_path)
+    # the recipe measured below the deployed job: an additive model predicts it no good with anything
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 98.8), profile_run(space, 2, "ll", 101.5),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 101.0), run(space, 5, {"c": "Simple"}, 102.0),
+               run(space, 6, {"c": "LL"}, 100.2), run(space, 7, {}, 99.9),
+               run(space, 8, {"a": True, "c": "Simple"}, 103.0, design="combination")]
+    config, _, kind = next_step(space, records)
+    assert kind == PROFILE_ADD_ONE
+    settings = settings_of_record(space, config.settings())
+    assert settings == {OWN: False, "a": True, "c": "Simple"} and config.profile == "recipe + c=Simple"
+
+    records.append(run(space, 9, settings, 108.0, design=PROFILE_ADD_ONE))
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_ADD_ONE  # once per profile; its own run is no new starting point
+
+
+def test_a_profile_of_params_only_is_no_starting_point(tmp_path):
+    space = load(tmp_path)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", status="infeasible", failure="oom"),
+               profile_run(space, 2, "ll", 101.5), run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 101.0),
+               run(space, 5, {"c": "Simple"}, 102.0), run(space, 6, {"c": "LL"}, 101.2), run(space, 7, {}, 99.9),
+               run(space, 8, {"a": True, "c": "Simple"}, 103.0, design="combination")]
+    step = next_step(space, records)
+    assert step is not None and step[2] != "probe"  # the screen's probes are done: this asks the designs after them
+    # the recipe failed and no setting of it failed alone; "ll" sets a param only, which the combination covers
+    # (ll + a would be a run the screen's own designs decide about)
+    assert step is None or step[2] not in (PROFILE_ADD_ONE, PROFILE_REST)
