@@ -46,9 +46,11 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
     recipe's other settings may be where the gain is.
     """
     ran = {r.config_key for r in records if r.ok}
+    asked = {str(r.profile) for r in records if r.attrs.get("design") == PROFILE_REST}
     for rec in records:
-        if rec.kind != "profile" or rec.ok or rec.status in (CANCELLED, RUNNING) or rec.config_key in ran:
-            continue
+        if rec.kind != "profile" or rec.ok or rec.status in (CANCELLED, RUNNING) or rec.config_key in ran \
+                or any(a.startswith(f"{rec.profile} without ") for a in asked):
+            continue  # once a profile: a blame found later would otherwise start another
         settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
         blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None]
         rest = {n: v for n, v in settings.items() if n not in blamed}
@@ -73,9 +75,11 @@ def profile_bases(space: Space, arms: Sequence[Arm]) -> list[tuple[dict[str, Any
 
 
 def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict[str, Any]], dict[str, Any]],
-                    fresh: Callable[[dict[str, Any], str], TrialConfig | None]) -> TrialConfig | None:
+                    fresh: Callable[[dict[str, Any], str], TrialConfig | None],
+                    asked: Sequence[str]) -> TrialConfig | None:
     """The first measured profile (:func:`profile_bases`) not yet run with what ``additions(base)`` (the effects
-    model) says could be added to it: that configuration, once per profile, or ``None``.
+    model) says could be added to it: that configuration, once per profile (``asked``: the labels of the study's
+    runs of this design, in flight included), or ``None``.
 
     Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
     pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
@@ -83,6 +87,8 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
     36 studies that ended more than 1 % short of it (docs/benchmark-decisions.md, twenty-fourth session).
     """
     for base, label in profile_bases(space, arms):
+        if any(a.startswith(f"{label} + ") for a in asked):
+            continue  # once: the model's additions change with every fit, the question does not
         extra = additions(base)
         config = fresh({**base, **extra}, f"{label} + " + ", ".join(
             design.probe_label(space.param(n), v) for n, v in extra.items())) if extra else None

@@ -136,7 +136,9 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
-        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh) \
+        asked = [str(r.profile) for r in records if r.attrs.get("design") == PROFILE_ADD_ONE and not r.stopped_with_driver]
+        asked += [str(p.config.profile) for p in in_flight if p.attrs.get("design") == PROFILE_ADD_ONE]
+        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh, asked) \
             if model is not None and not proposals_in_flight else None
         if start is not None:
             return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE

@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
-from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST
+from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, profile_add_one
 from flagopt.space import load_space
 
 SPACE = """
@@ -98,3 +98,18 @@ def test_a_profile_of_params_only_is_no_starting_point(tmp_path):
     # the recipe failed and no setting of it failed alone; "ll" sets a param only, which the combination covers
     # (ll + a would be a run the screen's own designs decide about)
     assert step is None or step[2] not in (PROFILE_ADD_ONE, PROFILE_REST)
+
+
+def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_adds(tmp_path):
+    space = load(tmp_path)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 98.8), profile_run(space, 2, "ll", 101.5),
+               run(space, 3, {}, 100.1), run(space, 4, {"c": "Simple"}, 102.0), run(space, 5, {}, 99.9)]
+    arms = arms_of(records, space.noise)
+
+    def fresh(settings, label):
+        return config_of_settings(space, settings, kind="probe", profile=label)
+
+    first = profile_add_one(space, arms, lambda base: {"c": "Simple"}, fresh, [])
+    assert first is not None and first.profile == "recipe + c=Simple"
+    # a later fit adds something else: the recipe's question was asked
+    assert profile_add_one(space, arms, lambda base: {"c": "LL"}, fresh, [first.profile]) is None
