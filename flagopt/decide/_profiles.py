@@ -21,6 +21,7 @@ from typing import Any
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._plan import Plan
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
 from flagopt.space import Space, TrialConfig
 
@@ -37,6 +38,18 @@ def has_own_settings(settings: Mapping[str, Any]) -> bool:
     return any(":" in name for name in settings)
 
 
+def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> list[str]:
+    """The labels of the study's runs of design ``kind``, in flight included (a run cancelled with the driver asked
+    nothing: a resumed study asks again).
+
+    Example:
+        >>> asked_before(PROFILE_ADD_ONE, [])
+        []
+    """
+    labels = [str(r.profile) for r in records if r.attrs.get("design") == kind and not r.stopped_with_driver]
+    return labels + [str(p.config.profile) for p in in_flight if p.attrs.get("design") == kind]
+
+
 def profile_without_failures(space: Space, records: Sequence[RunRecord], blames: Sequence[Blame],
                              tried: set[str]) -> tuple[dict[str, Any], str] | None:
     """A catalog profile that never ran, failing for a reason a blame explains (a setting of it failed alone): its
@@ -46,7 +59,7 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
     recipe's other settings may be where the gain is.
     """
     ran = {r.config_key for r in records if r.ok}
-    asked = {str(r.profile) for r in records if r.attrs.get("design") == PROFILE_REST}
+    asked = asked_before(PROFILE_REST, records)
     for rec in records:
         if rec.kind != "profile" or rec.ok or rec.status in (CANCELLED, RUNNING) or rec.config_key in ran \
                 or any(a.startswith(f"{rec.profile} without ") for a in asked):

@@ -12,7 +12,8 @@ from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, settings_set
-from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, profile_add_one, profile_without_failures
+from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, asked_before, profile_add_one,
+                                      profile_without_failures)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -30,9 +31,8 @@ def dropped_before(records: Sequence[RunRecord], in_flight: Sequence[Plan] = ())
         >>> dropped_before([])
         set()
     """
-    labels = [str(r.profile) for r in records if r.attrs.get("design") == "drop-one" and not r.stopped_with_driver]
-    labels += [str(p.config.profile) for p in in_flight if p.attrs.get("design") == "drop-one"]
-    return {label[len(DROPPED):].split(": ")[0] for label in labels if label.startswith(DROPPED)}
+    return {label[len(DROPPED):].split(": ")[0] for label in asked_before("drop-one", records, in_flight)
+            if label.startswith(DROPPED)}
 
 
 #: A numeric param whose deployed value measured best is refined toward its better neighbour when one of its values
@@ -136,9 +136,8 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
-        asked = [str(r.profile) for r in records if r.attrs.get("design") == PROFILE_ADD_ONE and not r.stopped_with_driver]
-        asked += [str(p.config.profile) for p in in_flight if p.attrs.get("design") == PROFILE_ADD_ONE]
-        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh, asked) \
+        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh,
+                                asked_before(PROFILE_ADD_ONE, records, in_flight)) \
             if model is not None and not proposals_in_flight else None
         if start is not None:
             return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE
