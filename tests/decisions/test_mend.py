@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
-from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.decide import Planner, arms_of, settings_of_record
 from flagopt.space import load_space
+from tests.decisions.records import run
 
 SPACE = """
     name: m
@@ -17,16 +18,6 @@ SPACE = """
       b: {xla: xla_gpu_enable_pipelined_reduce_scatter, choices: [true]}
       c: {env: NCCL_PROTO, choices: [Simple]}
 """
-
-
-def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None):
-    config = config_of_settings(space, settings, kind="probe", profile="p")
-    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
-    if failure:
-        attrs["failure_class"] = failure
-    kind = "baseline-deployed" if not settings else "probe"
-    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
-                     value, float(number), None, attrs=attrs)
 
 
 def load(tmp_path):

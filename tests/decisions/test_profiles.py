@@ -9,6 +9,7 @@ import textwrap
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
 from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, profile_add_one
 from flagopt.space import load_space
+from tests.decisions.records import run
 
 SPACE = """
     name: r
@@ -27,16 +28,6 @@ def load(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text(textwrap.dedent(SPACE))
     return load_space(path)
-
-
-def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None):
-    config = config_of_settings(space, settings, kind="probe", profile="p")
-    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
-    if failure:
-        attrs["failure_class"] = failure
-    kind = "baseline-deployed" if not settings else "probe"
-    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
-                     value, float(number), None, attrs=attrs)
 
 
 def profile_run(space, number, name, value=None, *, status="ok", failure=None):

@@ -1,0 +1,16 @@
+"""A run record as the driver writes it, for the decision tests that hand the engine a study's records."""
+
+from __future__ import annotations
+
+from flagopt.decide import RunRecord, config_of_settings
+
+
+def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None) -> RunRecord:
+    """Run ``number`` of ``settings`` (param name -> value; none: a control) measuring ``value`` tokens/s."""
+    config = config_of_settings(space, settings, kind="probe", profile="p")
+    attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
+    if failure:
+        attrs["failure_class"] = failure
+    kind = "baseline-deployed" if not settings else "probe"
+    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
+                     value, float(number), None, attrs=attrs)
