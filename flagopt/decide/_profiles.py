@@ -15,15 +15,17 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
-from flagopt.space import Space, TrialConfig
+from flagopt.space import Space, TrialConfig, render_value
 
 #: The design of a failed profile's run without the settings that failed alone (:func:`profile_without_failures`).
 PROFILE_REST = "profile-rest"
@@ -87,12 +89,31 @@ def profile_bases(space: Space, arms: Sequence[Arm]) -> list[tuple[dict[str, Any
     return out
 
 
+def better_values(model: EffectsModel, base: Mapping[str, Any], deployed: Mapping[str, str | None],
+                  blames: Sequence[Blame]) -> dict[str, Any]:
+    """The params ``base`` sets to a value the runs show worse than another of its values (the param's best by the
+    pooled effects, not the deployed one, not blamed) by more than one standard error of the difference: name -> that
+    value. Dropping a setting is a drop-one's question, not this one: a boolean has no other value to move to."""
+    out: dict[str, Any] = {}
+    for name, (value, effect, se) in model.best_values().items():
+        if name not in base or render_value(value) == render_value(base[name]) \
+                or design.same_value(model.space.param(name), value, deployed.get(name)) \
+                or blamed_by(blames, {name: value}) is not None:
+            continue
+        here, se_here = model.effect(name, base[name])
+        if effect - here > math.hypot(se, se_here):
+            out[name] = value
+    return out
+
+
 def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict[str, Any]], dict[str, Any]],
+                    better: Callable[[dict[str, Any]], dict[str, Any]],
                     fresh: Callable[[dict[str, Any], str], TrialConfig | None],
                     asked: Sequence[str]) -> TrialConfig | None:
     """The first measured profile (:func:`profile_bases`) not yet run with what ``additions(base)`` (the effects
-    model) says could be added to it: that configuration, once per profile (``asked``: the labels of the study's
-    runs of this design, in flight included), or ``None``.
+    model) says could be added to it, and its params moved to the values ``better(base)`` the runs show better
+    (:func:`better_values`): that configuration, once per profile (``asked``: the labels of the study's runs of this
+    design, in flight included), or ``None``.
 
     Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
     pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
@@ -102,9 +123,12 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
     for base, label in profile_bases(space, arms):
         if any(a.startswith(f"{label} + ") for a in asked):
             continue  # once: the model's additions change with every fit, the question does not
-        extra = additions(base)
-        config = fresh({**base, **extra}, f"{label} + " + ", ".join(
-            design.probe_label(space.param(n), v) for n, v in extra.items())) if extra else None
+        extra, moved = additions(base), better(base)
+        if not (extra or moved):
+            continue
+        words = [design.probe_label(space.param(n), v) for n, v in extra.items()]
+        words += [f"{design.probe_label(space.param(n), v)} for {render_value(base[n])}" for n, v in moved.items()]
+        config = fresh({**base, **moved, **extra}, f"{label} + " + ", ".join(words))
         if config is not None:
             return config
     return None

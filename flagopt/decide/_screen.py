@@ -12,7 +12,7 @@ from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, settings_set
-from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, asked_before, profile_add_one,
+from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, asked_before, better_values, profile_add_one,
                                       profile_without_failures)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
@@ -136,7 +136,8 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
-        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames), fresh,
+        start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames),
+                                lambda base: better_values(model, base, self.deployed, blames), fresh,
                                 asked_before(PROFILE_ADD_ONE, records, in_flight)) \
             if model is not None and not proposals_in_flight else None
         if start is not None:

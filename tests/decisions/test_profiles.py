@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
-from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, profile_add_one
+from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, better_values, profile_add_one
 from flagopt.space import load_space
 from tests.decisions.records import run
 
@@ -100,7 +100,26 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
     def fresh(settings, label):
         return config_of_settings(space, settings, kind="probe", profile=label)
 
-    first = profile_add_one(space, arms, lambda base: {"c": "Simple"}, fresh, [])
+    first = profile_add_one(space, arms, lambda base: {"c": "Simple"}, lambda base: {}, fresh, [])
     assert first is not None and first.profile == "recipe + c=Simple"
     # a later fit adds something else: the recipe's question was asked
-    assert profile_add_one(space, arms, lambda base: {"c": "LL"}, fresh, [first.profile]) is None
+    assert profile_add_one(space, arms, lambda base: {"c": "LL"}, lambda base: {}, fresh, [first.profile]) is None
+
+
+def test_a_recipe_value_the_runs_show_clearly_worse_moves_to_the_better_one(tmp_path):
+    path = tmp_path / "moved.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace(
+        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}"))
+    space = load_space(path)
+    # the recipe "ll" sets NCCL_PROTO=LL, which measured at the deployed job's level three times; Simple +3 %
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 100.2), profile_run(space, 2, "ll", 100.1),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 99.0), run(space, 5, {"c": "Simple"}, 103.0),
+               run(space, 6, {"c": "LL"}, 100.0), run(space, 7, {}, 99.9), run(space, 8, {"c": "Simple"}, 103.1),
+               run(space, 9, {"c": "LL"}, 99.9), run(space, 10, {}, 100.0)]
+    planner = Planner(space)
+    planner._sigma = 0.005
+    model = planner.model(records)
+    base = {OWN: False, "c": "LL"}
+    assert better_values(model, base, planner.deployed, []) == {"c": "Simple"}
+    # a boolean has no other value to move to: dropping it is a drop-one's question
+    assert better_values(model, {OWN: False, "a": True}, planner.deployed, []) == {}
