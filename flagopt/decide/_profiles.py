@@ -21,7 +21,7 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
-from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._blame import REJECTED, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
@@ -54,11 +54,12 @@ def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Pl
 
 def profile_without_failures(space: Space, records: Sequence[RunRecord], blames: Sequence[Blame],
                              tried: set[str]) -> tuple[dict[str, Any], str] | None:
-    """A catalog profile that never ran, failing for a reason a blame explains (a setting of it failed alone): its
-    settings without the blamed ones, and a label; ``None`` when there is none left to run.
+    """A catalog profile that never ran, failing for a reason a blame explains (a setting of it failed alone) or on
+    flags the installed XLA rejects (its failure names them): its settings without those, and a label; ``None`` when
+    there is none left to run.
 
-    An engineer whose recipe runs out of memory on this job drops the setting that does and keeps the rest: the
-    recipe's other settings may be where the gain is.
+    An engineer whose recipe runs out of memory on this job, or was written for another jaxlib, drops the setting
+    that fails and keeps the rest: the recipe's other settings may be where the gain is.
     """
     ran = {r.config_key for r in records if r.ok}
     asked = asked_before(PROFILE_REST, records)
@@ -67,7 +68,9 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
                 or any(a.startswith(f"{rec.profile} without ") for a in asked):
             continue  # once a profile: a blame found later would otherwise start another
         settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
-        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None]
+        rejected = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ()) \
+            if rec.attrs.get("failure_class") in REJECTED else set()
+        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None or _flag(space, n) in rejected]
         rest = {n: v for n, v in settings.items() if n not in blamed}
         if not blamed or not rest:
             continue
@@ -75,6 +78,12 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
         if config.config_key not in tried:
             return rest, f"{rec.profile} without {', '.join(blamed)}"
     return None
+
+
+def _flag(space: Space, name: str) -> str:
+    """The flag (or variable) a setting sets: a param's key, or the key of a profile's own ``target:key``."""
+    part, sep, key = name.partition(":")
+    return key.lstrip("-") if sep else str(space.param(name).key).lstrip("-")
 
 
 def profile_bases(space: Space, arms: Sequence[Arm]) -> list[tuple[dict[str, Any], str]]:

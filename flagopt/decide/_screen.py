@@ -78,6 +78,8 @@ class Screen(Proposals):
                 return None
             return config
 
+        if (rest := profile_without_failures(space, records, blames, tried)) and (config := fresh(*rest)) is not None:
+            return config, "a catalog profile without the settings that fail", PROFILE_REST
         by_param = self.single_setting_arms(arms)
         if not space.screen:
             return None
@@ -127,9 +129,6 @@ class Screen(Proposals):
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
         budget_left = self.proposals_left(records)
-        rest = profile_without_failures(space, records, blames, tried)
-        if rest is not None and (config := fresh(*rest)) is not None:
-            return config, "a catalog profile without the settings that failed alone", PROFILE_REST
         combo = self.combination(model, blames)
         if len(combo) >= 2 and not proposals_in_flight and budget_left and self.worth_running(model, combo, records):
             config = fresh(combo, "combination: " + ", ".join(

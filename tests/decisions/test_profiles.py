@@ -30,11 +30,12 @@ def load(tmp_path):
     return load_space(path)
 
 
-def profile_run(space, number, name, value=None, *, status="ok", failure=None):
+def profile_run(space, number, name, value=None, *, status="ok", failure=None, details=None):
     config = next(p for p in space.profiles if p.profile == name)
     attrs = {"settings": config.settings(), "design": "profile", "started_at": float(number)}
     if failure:
         attrs["failure_class"] = failure
+        attrs["failure_details"] = details or {}
     return RunRecord(number, "profile", name, config.config_key, status, value, float(number), None, attrs=attrs)
 
 
@@ -52,7 +53,7 @@ def test_a_recipe_that_ran_out_of_memory_runs_without_the_setting_that_does_alon
                run(space, 4, {}, 100.1), run(space, 5, {"c": "Simple"}, 101.0), run(space, 6, {"c": "LL"}, 100.3),
                run(space, 7, {}, 99.9)]
     config, reason, kind = next_step(space, records)
-    assert kind == PROFILE_REST and "failed alone" in reason
+    assert kind == PROFILE_REST and "settings that fail" in reason
     assert settings_of_record(space, config.settings()) == {OWN: False}
     assert config.profile == "recipe without a"
 
@@ -123,3 +124,18 @@ def test_a_recipe_value_the_runs_show_clearly_worse_moves_to_the_better_one(tmp_
     assert better_values(model, base, planner.deployed, []) == {"c": "Simple"}
     # a boolean has no other value to move to: dropping it is a drop-one's question
     assert better_values(model, {OWN: False, "a": True}, planner.deployed, []) == {}
+
+
+def test_a_recipe_for_another_jaxlib_runs_at_once_without_the_flag_the_installed_one_rejects(tmp_path):
+    space = load(tmp_path)
+    # pre-flight found triton_gemm unknown: the recipe never ran, and its failure names the flag
+    rejected = {"flag_names": ["xla_gpu_enable_triton_gemm"], "env_var": "XLA_FLAGS"}
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", status="invalid", failure="unknown-flag",
+                                                      details=rejected), profile_run(space, 2, "ll", 101.0)]
+    config, _, kind = next_step(space, records)
+    assert kind == PROFILE_REST and config.profile == f"recipe without {OWN}"  # before any probe
+    assert settings_of_record(space, config.settings()) == {"a": True}
+
+    records[1] = profile_run(space, 1, "recipe", status="failed", failure="crash", details=rejected)
+    config, _, kind = next_step(space, records)
+    assert kind == "probe"  # a crash names no flag: nothing to drop, the probes go on
