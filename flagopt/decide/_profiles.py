@@ -82,7 +82,7 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
 
 def _flag(space: Space, name: str) -> str:
     """The flag (or variable) a setting sets: a param's key, or the key of a profile's own ``target:key``."""
-    part, sep, key = name.partition(":")
+    _, sep, key = name.partition(":")
     return key.lstrip("-") if sep else str(space.param(name).key).lstrip("-")
 
 
