@@ -33,6 +33,9 @@ PROFILE_REST = "profile-rest"
 PROFILE_ADD_ONE = "profile-add-one"
 #: Both: runs about a catalog profile, one per profile, outside the model's proposal budget.
 PROFILE_DESIGNS = (PROFILE_REST, PROFILE_ADD_ONE)
+#: At most this many profiles a study start a profile add-one, the best measured first: the shipped catalog spaces
+#: offer up to four profiles with settings of their own, and each is one more run of the budget.
+MAX_PROFILE_STARTS = 2
 
 
 def has_own_settings(settings: Mapping[str, Any]) -> bool:
@@ -121,14 +124,16 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
                     asked: Sequence[str]) -> TrialConfig | None:
     """The first measured profile (:func:`profile_bases`) not yet run with what ``additions(base)`` (the effects
     model) says could be added to it, and its params moved to the values ``better(base)`` the runs show better
-    (:func:`better_values`): that configuration, once per profile (``asked``: the labels of the study's runs of this
-    design, in flight included), or ``None``.
+    (:func:`better_values`): that configuration, once per profile and for ``MAX_PROFILE_STARTS`` profiles a study
+    (``asked``: the labels of the study's runs of this design, in flight included), or ``None``.
 
     Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
     pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
     held-out rand-recipe family the best was such a recipe plus the settings that measured well alone in 31 of the
     36 studies that ended more than 1 % short of it (docs/benchmark-decisions.md, twenty-fourth session).
     """
+    if len(asked) >= MAX_PROFILE_STARTS:
+        return None
     for base, label in profile_bases(space, arms):
         if any(a.startswith(f"{label} + ") for a in asked):
             continue  # once: the model's additions change with every fit, the question does not

@@ -105,6 +105,9 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
     assert first is not None and first.profile == "recipe + c=Simple"
     # a later fit adds something else: the recipe's question was asked
     assert profile_add_one(space, arms, lambda base: {"c": "LL"}, lambda base: {}, fresh, [first.profile]) is None
+    # two profiles a study at most (each is one more run of the budget)
+    assert profile_add_one(space, arms, lambda base: {"c": "Simple"}, lambda base: {}, fresh,
+                           ["other + a=true", "third + a=true"]) is None
 
 
 def test_a_recipe_value_the_runs_show_clearly_worse_moves_to_the_better_one(tmp_path):
