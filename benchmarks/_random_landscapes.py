@@ -222,9 +222,10 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
         if family == "rand-recipe":
             entry, recipe = add_recipe(entry, rng)
         fit = _fit_scale(name, entry, target)
-        if fit is not None and low <= _best_gain(name, fit) <= high:
+        best = landscape_from_data(name, fit).best() if fit is not None else None
+        if best is not None and low <= best.gain <= high:
             if recipe is not None:
-                fit["profiles"] = recipe.profiles(fit, landscape_from_data(name, fit).best().settings, rng)
+                fit["profiles"] = recipe.profiles(fit, best.settings, rng)
             return fit
     raise RuntimeError(f"no {family} landscape found for seed {seed} in 50 attempts")  # pragma: no cover
 

@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,7 @@ def _switches(params: dict[str, Any], rng: np.random.Generator) -> list[tuple[st
 
 
 def add_recipe(entry: dict[str, Any], rng: np.random.Generator) -> tuple[dict[str, Any], Recipe]:
-    """``entry`` with recipe-only settings and a communication pool; the profiles wait for its best (:func:`profiles`)."""
+    """``entry`` with recipe-only settings and a communication pool; the profiles wait for its best (:meth:`Recipe.profiles`)."""
     out = copy.deepcopy(entry)
     params, interactions = out["params"], out["interactions"]
     switches = _switches(params, rng)
@@ -86,11 +87,12 @@ def add_recipe(entry: dict[str, Any], rng: np.random.Generator) -> tuple[dict[st
     return out, Recipe(recipe, singles)
 
 
+@dataclass(frozen=True)
 class Recipe:
     """What a landscape's catalog profiles start from: the recipe-only settings and two single settings."""
 
-    def __init__(self, settings: dict[str, dict[str, Any]], singles: list[tuple[str, Any]]) -> None:
-        self.settings, self.singles = settings, singles
+    settings: dict[str, dict[str, Any]]
+    singles: list[tuple[str, Any]]
 
     def profiles(self, entry: dict[str, Any], best: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         """The catalog profiles of ``entry`` whose true best configuration is ``best``: ``recipe`` (the recipe-only

@@ -87,6 +87,18 @@ def runs_used(records: Sequence[RunRecord]) -> int:
     return sum(1 for r in records if r.status != "invalid" and not r.stopped_with_driver)
 
 
+def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> list[str]:
+    """The labels of the study's runs of design ``kind``, in flight included (a run cancelled with the driver asked
+    nothing: a resumed study asks again).
+
+    Example:
+        >>> asked_before("drop-one", [])
+        []
+    """
+    labels = [str(r.profile) for r in records if r.attrs.get("design") == kind and not r.stopped_with_driver]
+    return labels + [str(p.config.profile) for p in in_flight if p.attrs.get("design") == kind]
+
+
 def settings_set(arm: Arm) -> frozenset[tuple[str, str, str]]:
     settings = arm.first.attrs.get("settings") or {}
     return frozenset((part, key, str(value)) for part, values in settings.items() for key, value in (values or {}).items())

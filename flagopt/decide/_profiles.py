@@ -5,7 +5,7 @@ A published recipe carries settings the search space does not offer (``target:ke
 some of which pay only inside it (the 2×H200 job of issue 25: triton_gemm=false cost 1.7 points alone and paid in
 the recipe). The combination is built from params only, so a recipe that measured below the best single probe, or
 failed outright, never met the settings that measured well alone: on the held-out ``rand-recipe`` family the study
-ended 6-8 points short of a best that was the recipe plus one such setting, or the recipe without the one setting
+ended 6-9 points short of a best that was the recipe plus one such setting, or the recipe without the one setting
 that runs out of memory on this job.
 
 Example:
@@ -23,7 +23,7 @@ from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import REJECTED, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import Plan
+from flagopt.decide._plan import asked_before
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
 from flagopt.space import Space, TrialConfig, render_value
 
@@ -41,18 +41,6 @@ MAX_PROFILE_STARTS = 2
 def has_own_settings(settings: Mapping[str, Any]) -> bool:
     """Whether ``settings`` (param name -> value) set a flag no param declares: a catalog profile's own."""
     return any(":" in name for name in settings)
-
-
-def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> list[str]:
-    """The labels of the study's runs of design ``kind``, in flight included (a run cancelled with the driver asked
-    nothing: a resumed study asks again).
-
-    Example:
-        >>> asked_before(PROFILE_ADD_ONE, [])
-        []
-    """
-    labels = [str(r.profile) for r in records if r.attrs.get("design") == kind and not r.stopped_with_driver]
-    return labels + [str(p.config.profile) for p in in_flight if p.attrs.get("design") == kind]
 
 
 def profile_without_failures(space: Space, records: Sequence[RunRecord], blames: Sequence[Blame],
@@ -129,8 +117,9 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
 
     Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
     pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
-    held-out rand-recipe family the best was such a recipe plus the settings that measured well alone in 31 of the
-    36 studies that ended more than 1 % short of it (docs/benchmark-decisions.md, twenty-fourth session).
+    held-out rand-recipe family, with the add-one gated by the model's prediction, the best needed a setting only
+    the recipe sets in 34 of the 36 studies that ended more than 1 % short of it (docs/benchmark-decisions.md,
+    twenty-fourth session).
     """
     if len(asked) >= MAX_PROFILE_STARTS:
         return None

@@ -11,8 +11,8 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
-from flagopt.decide._plan import Plan, settings_set
-from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, asked_before, better_values, profile_add_one,
+from flagopt.decide._plan import Plan, asked_before, settings_set
+from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, better_values, profile_add_one,
                                       profile_without_failures)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
