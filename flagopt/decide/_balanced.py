@@ -94,7 +94,8 @@ class BalancedDesigns:
     def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                     records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
         """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
-        ``base`` does not set whose best value is not ruled out (``SCREEN_SE`` or ``COMPANION_SE``), and in the
+        ``base`` does not set whose best value is not ruled out (``SCREEN_SE`` or ``COMPANION_SE``; for a winner's
+        companions, the catalog profiles' own settings too), and in the
         design's spare columns those that lost less than ``stop.null_gain`` alone, each at that value or left
         deployed; empty once the study ran ``MAX_COMPANION_RUNS`` runs of design ``label``."""
         if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
@@ -102,8 +103,14 @@ class BalancedDesigns:
             return []
         names = {p.name for p in self.space.params}
         within = SCREEN_SE if label == BALANCED else COMPANION_SE
+        # A winner's companions include a catalog profile's own settings (``target:key``), each in a column of its
+        # own: a recipe's settings the space does not offer may pay on top of a winner that lacks the recipe's
+        # other settings (rand-recipe-1028: the recipe's triton_gemm=false took the winner from +6.7 to +13.8 %,
+        # its rematerialization pass, set with it, cost more than the winner gained from both).
+        own = label == COMPANIONS
         allowed = sorted(((effect, se, name, value) for name, (value, effect, se) in model.best_values().items()
-                          if name in names and name not in base and blamed_by(blames, {**base, name: value}) is None),
+                          if (name in names or own and ":" in name) and name not in base
+                          and blamed_by(blames, {**base, name: value}) is None),
                          key=lambda f: -f[0])
         factors = [(name, value) for effect, se, name, value in allowed if effect + within * se > 0.0][:MAX_COMPANIONS]
         if len(factors) < 2:

@@ -248,7 +248,17 @@ def settings_of_record(space: Space, settings: Mapping[str, Mapping[str, Any]]) 
 
 
 def probe_label(param: Param, value: Scalar) -> str:
-    return f"{param.name}={render_value(value)}"
+    return setting_label(param.name, value)
+
+
+def setting_label(name: str, value: Scalar) -> str:
+    """A setting as labels show it: a param's name or a profile's own ``target:key``, and its value.
+
+    Example:
+        >>> setting_label("xla:xla_gpu_enable_triton_gemm", False)
+        'xla:xla_gpu_enable_triton_gemm=false'
+    """
+    return f"{name}={render_value(value)}"
 
 
 __all__ = [
@@ -260,5 +270,6 @@ __all__ = [
     "probe_values",
     "refine_values",
     "same_value",
+    "setting_label",
     "settings_of_record",
 ]

@@ -96,7 +96,7 @@ def better_values(model: EffectsModel, base: Mapping[str, Any], deployed: Mappin
     value. Dropping a setting is a drop-one's question, not this one: a boolean has no other value to move to."""
     out: dict[str, Any] = {}
     for name, (value, effect, se) in model.best_values().items():
-        if name not in base or render_value(value) == render_value(base[name]) \
+        if name not in base or ":" in name or render_value(value) == render_value(base[name]) \
                 or design.same_value(model.space.param(name), value, deployed.get(name)) \
                 or blamed_by(blames, {name: value}) is not None:
             continue

@@ -60,13 +60,14 @@ class Proposals(BalancedDesigns):
         return self.additions(model, {}, blames) if model is not None else {}
 
     def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame], *,
-                  optimism: float = 0.0) -> dict[str, Any]:
+                  optimism: float = 0.0, own: bool = False) -> dict[str, Any]:
         """Params ``base`` does not set whose best value has a pooled effect above zero (above ``-optimism``
-        standard errors: the settings the runs have not ruled out)."""
+        standard errors: the settings the runs have not ruled out); ``own``: a catalog profile's own settings
+        (``target:key``) too, as around a winner, whose companions' design includes them."""
         out: dict[str, Any] = {}
         names = {p.name for p in self.space.params}
         for name, (value, effect, se) in model.best_values().items():
-            if name in names and name not in base and effect + optimism * se > 0.0 \
+            if (name in names or own and ":" in name) and name not in base and effect + optimism * se > 0.0 \
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))

@@ -155,7 +155,7 @@ class Screen(Proposals):
             for i, (extra, size) in enumerate(rows):
                 config = fresh({**base, **extra},
                                f"{leader.label} + companions {i + 1}/{size}: " + ", ".join(
-                                   design.probe_label(space.param(n), v) for n, v in extra.items()))
+                                   design.setting_label(n, v) for n, v in extra.items()))
                 if config is not None:
                     return config, f"a balanced design of the companions of {leader.label}", COMPANIONS
         anchor = leader or self.contender(arms)
@@ -178,12 +178,12 @@ class Screen(Proposals):
             # Add-one: what the model says could still be added to the best configuration (a winner confirmed early,
             # e.g. the microbatch count, never ran with the other settings that measured positive alone).
             base = design.settings_of_record(space, best.first.attrs.get("settings") or {})
-            extra = self.additions(model, base, blames)
+            extra = self.additions(model, base, blames, own=leader is not None)
             if not extra and leader is not None:
                 # Nothing left above zero: what one standard error of optimism still adds. The probes between two
                 # controls share their error, and one control 2 % high put four +1.2 to +2 % settings below zero
                 # (ppmb-1003: the winner never ran with them, 3.8 points short of the best).
-                extra = self.additions(model, base, blames, optimism=OPTIMISM_SE)
+                extra = self.additions(model, base, blames, optimism=OPTIMISM_SE, own=True)
             gain = sum(self._effect(model, n, v) for n, v in extra.items())
             # Around a confirmed winner any setting not ruled out is worth one run: the refinement budget bounds it,
             # and a winner's small companions (+0.3-0.8 % each, below one run's noise) are what within 1 % of the
@@ -191,7 +191,7 @@ class Screen(Proposals):
             if extra and (gain > self._sigma / 2.0 and self.worth_running(model, {**base, **extra}, records)
                           or leader is not None):
                 config = fresh({**base, **extra}, f"{best.label} + " + ", ".join(
-                    design.probe_label(space.param(n), v) for n, v in extra.items()))
+                    design.setting_label(n, v) for n, v in extra.items()))
                 if config is not None:
                     return config, f"what the model predicts could still be added to {best.label}", "add-one"
         around = None

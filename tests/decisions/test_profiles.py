@@ -142,3 +142,24 @@ def test_a_recipe_for_another_jaxlib_runs_at_once_without_the_flag_the_installed
     records[1] = profile_run(space, 1, "recipe", status="failed", failure="crash", details=rejected)
     config, _, kind = next_step(space, records)
     assert kind == "probe"  # a crash names no flag: nothing to drop, the probes go on
+
+
+def test_a_winners_companions_take_a_recipes_own_settings_and_the_balanced_screen_does_not(tmp_path):
+    from flagopt.decide._balanced import BALANCED, COMPANIONS
+    space = load(tmp_path)
+    # the recipe measured well; NCCL_PROTO=Simple is the winner, and it lacks the recipe's triton_gemm=false
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 102.0), profile_run(space, 2, "ll", 100.1),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 100.9), run(space, 5, {"c": "Simple"}, 106.0),
+               run(space, 6, {}, 99.9)]
+    planner = Planner(space)
+    planner._sigma = 0.005
+    model = planner.model(records)
+    assert OWN in model.values and model.best_values()[OWN][0] is False
+    winner = {"c": "Simple"}
+    rows = planner.design_rows(model, winner, [], records, label=COMPANIONS)
+    assert {name for extra, _ in rows for name in extra} == {"a", OWN}
+    assert all(name != OWN for extra, _ in planner.design_rows(model, {}, [], records, label=BALANCED)
+               for name in extra)
+    # the add-one around a winner may take it too; the combination, built from params, does not
+    assert OWN in planner.additions(model, winner, [], own=True)
+    assert OWN not in planner.combination(model, [])
