@@ -105,7 +105,7 @@ class BalancedDesigns:
         within = SCREEN_SE if label == BALANCED else COMPANION_SE
         # A winner's companions include a catalog profile's own settings (``target:key``), each in a column of its
         # own: a recipe's settings the space does not offer may pay on top of a winner that lacks the recipe's
-        # other settings (rand-recipe-1028: the recipe's triton_gemm=false took the winner from +6.7 to +13.8 %,
+        # other settings (rand-recipe-1028: the recipe's triton_gemm=false took the winner from +6.7 to +13.6 %,
         # its rematerialization pass, set with it, cost more than the winner gained from both).
         own = label == COMPANIONS
         allowed = sorted(((effect, se, name, value) for name, (value, effect, se) in model.best_values().items()

@@ -46,7 +46,8 @@ class EffectsModel:
     space: Space
     deployed: Mapping[str, str | None]
     fit: stats.EffectsFit
-    #: Each param's values that some modelled run set (other than the deployed one).
+    #: Each param's values that some modelled run set (other than the deployed one), and each catalog profile's own
+    #: setting's (``target:key``).
     values: Mapping[str, tuple[design.Scalar, ...]]
     #: Settings whose runs compiled to the deployed job's program: exactly no effect (:func:`no_op_features`).
     zero: frozenset[str] = frozenset()
@@ -68,8 +69,8 @@ class EffectsModel:
         return self.fit.effect(feature(name, value))
 
     def best_values(self) -> dict[str, tuple[design.Scalar, float, float]]:
-        """Each param's value with the largest pooled effect among the values some run set: name -> (value, effect,
-        se).
+        """Each param's value with the largest pooled effect among the values some run set, and each catalog
+        profile's own setting (``target:key``) some run set: name -> (value, effect, se).
 
         A numeric param is chosen on its effects smoothed over neighbouring values (thresholds, microbatch counts
         and channels respond smoothly): one lucky run at a far grid point no longer beats two good neighbours
