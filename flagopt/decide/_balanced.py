@@ -111,7 +111,7 @@ class BalancedDesigns:
         allowed = sorted(((effect, se, name, value) for name, (value, effect, se) in model.best_values().items()
                           if (name in names or own and ":" in name) and name not in base
                           and blamed_by(blames, {**base, name: value}) is None),
-                         key=lambda f: -f[0])
+                         key=lambda f: (-round(f[0], 9), f[2]))  # ties by name, not by the last digits
         factors = [(name, value) for effect, se, name, value in allowed if effect + within * se > 0.0][:MAX_COMPANIONS]
         if len(factors) < 2:
             return []  # one companion is the add-one variant's question
