@@ -109,7 +109,7 @@ class BalancedDesigns:
         # its rematerialization pass, set with it, cost more than the winner gained from both).
         own = label == COMPANIONS
         allowed = sorted(((effect, se, name, value) for name, (value, effect, se) in model.best_values().items()
-                          if (name in names or own and ":" in name) and name not in base
+                          if (name in names or own and design.is_own_setting(name)) and name not in base
                           and blamed_by(blames, {**base, name: value}) is None),
                          key=lambda f: (-round(f[0], 9), f[2]))  # ties by name, not by the last digits
         factors = [(name, value) for effect, se, name, value in allowed if effect + within * se > 0.0][:MAX_COMPANIONS]

@@ -247,6 +247,16 @@ def settings_of_record(space: Space, settings: Mapping[str, Mapping[str, Any]]) 
     return out
 
 
+def is_own_setting(name: str) -> bool:
+    """Whether ``name`` is a catalog profile's own setting (``target:key``, :func:`settings_of_record`), not a param.
+
+    Example:
+        >>> is_own_setting("xla:xla_gpu_enable_triton_gemm"), is_own_setting("overlap")
+        (True, False)
+    """
+    return ":" in name
+
+
 def probe_label(param: Param, value: Scalar) -> str:
     return setting_label(param.name, value)
 
@@ -266,6 +276,7 @@ __all__ = [
     "config_of_settings",
     "deployed_values",
     "every_configuration",
+    "is_own_setting",
     "probe_label",
     "probe_values",
     "refine_values",

@@ -160,7 +160,7 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
             settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
             feats = changed_features(space, settings, deployed) - zero
             for n, v in settings.items():  # a profile's own settings too: a winner's companions may take them
-                if (n in params or ":" in n) and feature(n, v) in feats and v not in values.setdefault(n, []):
+                if (n in params or design.is_own_setting(n)) and feature(n, v) in feats and v not in values.setdefault(n, []):
                     values[n].append(v)
         group = "" if rec.is_baseline or not feats else rec.config_key
         observations.append(stats.Observation(feats, group, math.log(run.value), t=run.t, block=run.block))

@@ -40,7 +40,7 @@ MAX_PROFILE_STARTS = 2
 
 def has_own_settings(settings: Mapping[str, Any]) -> bool:
     """Whether ``settings`` (param name -> value) set a flag no param declares: a catalog profile's own."""
-    return any(":" in name for name in settings)
+    return any(design.is_own_setting(name) for name in settings)
 
 
 def profile_without_failures(space: Space, records: Sequence[RunRecord], blames: Sequence[Blame],
@@ -96,7 +96,7 @@ def better_values(model: EffectsModel, base: Mapping[str, Any], deployed: Mappin
     value. Dropping a setting is a drop-one's question, not this one: a boolean has no other value to move to."""
     out: dict[str, Any] = {}
     for name, (value, effect, se) in model.best_values().items():
-        if name not in base or ":" in name or render_value(value) == render_value(base[name]) \
+        if name not in base or design.is_own_setting(name) or render_value(value) == render_value(base[name]) \
                 or design.same_value(model.space.param(name), value, deployed.get(name)) \
                 or blamed_by(blames, {name: value}) is not None:
             continue

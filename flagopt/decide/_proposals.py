@@ -67,7 +67,7 @@ class Proposals(BalancedDesigns):
         out: dict[str, Any] = {}
         names = {p.name for p in self.space.params}
         for name, (value, effect, se) in model.best_values().items():
-            if (name in names or own and ":" in name) and name not in base and effect + optimism * se > 0.0 \
+            if (name in names or own and design.is_own_setting(name)) and name not in base and effect + optimism * se > 0.0 \
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
         return dict(sorted(out.items()))
