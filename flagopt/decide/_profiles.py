@@ -36,6 +36,9 @@ PROFILE_DESIGNS = (PROFILE_REST, PROFILE_ADD_ONE)
 #: At most this many profiles a study start a profile add-one, the best measured first: the shipped catalog spaces
 #: offer up to four profiles with settings of their own, and each is one more run of the budget.
 MAX_PROFILE_STARTS = 2
+#: A profile's param value is dropped from it when its pooled effect is this many standard errors below a loss of
+#: ``stop.null_gain`` (:func:`profile_without_harm`): only a clear cost, not a setting that pays only in company.
+HARM_SE = 2.0
 
 
 def has_own_settings(settings: Mapping[str, Any]) -> bool:
@@ -69,6 +72,47 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
         if config.config_key not in tried:
             return rest, f"{rec.profile} without {', '.join(blamed)}"
     return None
+
+
+def profile_without_harm(space: Space, records: Sequence[RunRecord], model: EffectsModel | None,
+                         tried: set[str]) -> tuple[dict[str, Any], str] | None:
+    """A measured catalog profile with settings of its own that also sets a param value the runs show costing more
+    than ``stop.null_gain`` (its pooled effect plus ``HARM_SE`` standard errors below ``-null_gain``): its settings
+    without those, and a label; ``None`` when there is none left to run.
+
+    An engineer whose recipe carries a setting that measured 41 % slower alone on this job drops it and keeps the
+    rest, as for a setting that runs out of memory (rand-recipe-4014: the recipe's double buffering cost 41 % alone;
+    the recipe without it, +11 %, never ran, and the study ended on +3.6 %). Not a recipe's own settings: their
+    effects come from the recipe's runs, and some of them pay only there. Once a profile, as
+    :func:`profile_without_failures` (one label each).
+    """
+    if model is None:
+        return None
+    asked = asked_before(PROFILE_REST, records)
+    done: set[str] = set()
+    for rec in records:
+        if rec.kind != "profile" or not rec.ok or rec.profile in done \
+                or any(a.startswith(f"{rec.profile} without ") for a in asked):
+            continue
+        done.add(rec.profile)
+        settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
+        if not has_own_settings(settings):
+            continue  # a profile of params only: the combination covers it
+        loss = space.stop.null_gain
+        harmful = [n for n, v in settings.items() if not design.is_own_setting(n) and _costs(model, n, v, loss)]
+        rest = {n: v for n, v in settings.items() if n not in harmful}
+        if not harmful or not rest:
+            continue
+        config = design.config_of_settings(space, rest, kind="probe", profile="")
+        if config.config_key not in tried:
+            return rest, f"{rec.profile} without {', '.join(harmful)}"
+    return None
+
+
+def _costs(model: EffectsModel, name: str, value: Any, loss: float) -> bool:
+    """Whether the runs show setting ``name`` to ``value`` costing more than ``loss`` (``HARM_SE`` standard errors)."""
+    effect, se = model.effect(name, value)
+    return effect + HARM_SE * se < -loss
 
 
 def _flag(space: Space, name: str) -> str:

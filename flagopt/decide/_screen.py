@@ -13,7 +13,7 @@ from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, asked_before, settings_set
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, better_values, profile_add_one,
-                                      profile_without_failures)
+                                      profile_without_failures, profile_without_harm)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -80,6 +80,8 @@ class Screen(Proposals):
 
         if (rest := profile_without_failures(space, records, blames, tried)) and (config := fresh(*rest)) is not None:
             return config, "a catalog profile without the settings that fail", PROFILE_REST
+        if (rest := profile_without_harm(space, records, self._model, tried)) and (config := fresh(*rest)) is not None:
+            return config, "a catalog profile without the settings that cost most alone", PROFILE_REST
         by_param = self.single_setting_arms(arms)
         if not space.screen:
             return None

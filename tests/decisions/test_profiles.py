@@ -163,3 +163,27 @@ def test_a_winners_companions_take_a_recipes_own_settings_and_the_balanced_scree
     # the add-one around a winner may take it too; the combination, built from params, does not
     assert OWN in planner.additions(model, winner, [], own=True)
     assert OWN not in planner.combination(model, [])
+
+
+def test_a_recipe_with_a_setting_that_costs_much_alone_runs_without_it_once(tmp_path):
+    space = load(tmp_path)
+    # the recipe sets the pipelined all-gather, which measured 20 % slower alone on this job
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 81.0), profile_run(space, 2, "ll", 100.2),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 80.0), run(space, 5, {}, 99.9)]
+    config, reason, kind = next_step(space, records)
+    assert kind == PROFILE_REST and "cost most alone" in reason
+    assert settings_of_record(space, config.settings()) == {OWN: False}
+    assert config.profile == "recipe without a"
+
+    records.append(run(space, 6, {OWN: False}, 101.0, design=PROFILE_REST))
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_REST  # once
+
+
+def test_a_recipe_setting_that_costs_little_alone_stays_in_it(tmp_path):
+    space = load(tmp_path)
+    # -1 % alone is no clear cost: a setting may pay only in the recipe's company (triton_gemm=false on 2xH200)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 99.0), profile_run(space, 2, "ll", 100.2),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 99.0), run(space, 5, {}, 99.9)]
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_REST
