@@ -65,12 +65,8 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
         rejected = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ()) \
             if rec.attrs.get("failure_class") in REJECTED else set()
         blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None or _flag(space, n) in rejected]
-        rest = {n: v for n, v in settings.items() if n not in blamed}
-        if not blamed or not rest:
-            continue
-        config = design.config_of_settings(space, rest, kind="probe", profile="")
-        if config.config_key not in tried:
-            return rest, f"{rec.profile} without {', '.join(blamed)}"
+        if (found := _without(space, rec.profile, settings, blamed, tried)) is not None:
+            return found
     return None
 
 
@@ -100,13 +96,20 @@ def profile_without_harm(space: Space, records: Sequence[RunRecord], model: Effe
             continue  # a profile of params only: the combination covers it
         loss = space.stop.null_gain
         harmful = [n for n, v in settings.items() if not design.is_own_setting(n) and _costs(model, n, v, loss)]
-        rest = {n: v for n, v in settings.items() if n not in harmful}
-        if not harmful or not rest:
-            continue
-        config = design.config_of_settings(space, rest, kind="probe", profile="")
-        if config.config_key not in tried:
-            return rest, f"{rec.profile} without {', '.join(harmful)}"
+        if (found := _without(space, rec.profile, settings, harmful, tried)) is not None:
+            return found
     return None
+
+
+def _without(space: Space, profile: str, settings: dict[str, Any], dropped: list[str],
+             tried: set[str]) -> tuple[dict[str, Any], str] | None:
+    """A profile's ``settings`` without ``dropped``, and its label (``<profile> without <names>``); ``None`` when
+    nothing is dropped, nothing is left, or that configuration was tried."""
+    rest = {n: v for n, v in settings.items() if n not in dropped}
+    if not dropped or not rest:
+        return None
+    config = design.config_of_settings(space, rest, kind="probe", profile="")
+    return (rest, f"{profile} without {', '.join(dropped)}") if config.config_key not in tried else None
 
 
 def _costs(model: EffectsModel, name: str, value: Any, loss: float) -> bool:

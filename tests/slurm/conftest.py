@@ -62,11 +62,17 @@ def slurm_cluster() -> Iterator[set[str]]:
 
 @pytest.fixture
 def down_node(slurm_cluster: set[str]) -> Iterator[object]:
-    """``down_node(name)`` sets a node DOWN with reason ``flagopt-test``; every node is resumed afterwards."""
+    """``down_node(name)`` sets a node DOWN with reason ``flagopt-test`` (``state="drain"``: DRAIN); every node is
+    resumed afterwards.
+
+    A test that needs the node out of service for longer than a moment drains it: the cluster runs with
+    ``ReturnToService=2``, so a DOWN node comes back as soon as its slurmd registers again (in one run of `.ci/run` on
+    a 2-core machine a job pinned to a node set DOWN started there within its 3 s pending deadline and finished).
+    """
     downed: list[str] = []
 
-    def down(name: str) -> str:
-        subprocess.run(["scontrol", "update", f"nodename={name}", "state=down", "reason=flagopt-test"], check=True)
+    def down(name: str, state: str = "down") -> str:
+        subprocess.run(["scontrol", "update", f"nodename={name}", f"state={state}", "reason=flagopt-test"], check=True)
         downed.append(name)
         return name
 

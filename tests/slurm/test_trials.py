@@ -102,7 +102,7 @@ def test_unknown_nodelist_fails_at_submit_with_slurms_message(slurm_cluster: set
 def test_job_pending_past_its_deadline_is_cancelled_and_reported(
     slurm_cluster: set[str], down_node: object, tmp_path: Path
 ) -> None:
-    down_node("node4")  # type: ignore[operator]
+    down_node("node4", state="drain")  # type: ignore[operator]
     job = executor(tmp_path, nodelist="node4", pending_deadline_s=3).submit(make_launch(tmp_path / "t", "pass"))
     first = job.status()
     assert first.state == "PENDING" and not first.done
