@@ -181,6 +181,10 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if not killed_by and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
+        # Stopped from outside with this wrapper (Slurm's time limit or scancel signals every process of the step):
+        # the trial may die before the wrapper's own handler runs, and no configuration sends itself SIGTERM.
+        killed_by.append("signal")
     reader.join(timeout=10)
     return RunOutcome(
         rank=rank,
