@@ -199,6 +199,8 @@ class SimExecutor(BaseExecutor):
             # run_trial's watchdog: no new step for hang_s -> SIGTERM to the process group, which ends the job
             killed_by, exit_code = "hang", -signal.SIGTERM
             seconds += launch.hang_s if launch.hang_s is not None else DEFAULT_HANG_S
+        elif exit_code in (-signal.SIGTERM, -signal.SIGINT):
+            killed_by = "signal"  # run_trial: a SIGTERM it did not send came from outside (a scheduler, scancel)
         self.run_seconds.append(seconds)
         self.faults.append(run.fault)
         # Steps cannot outlast the slot: drift correction only needs the start, the planner a positive span.
