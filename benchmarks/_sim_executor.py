@@ -36,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from flagopt.executors import BaseExecutor, JobResult, JobStatus, RunOutcome, TrialJob, TrialLaunch, log_path_for
+from flagopt.executors import (BaseExecutor, JobResult, JobStatus, RunOutcome, TrialJob, TrialLaunch, log_path_for,
+                               stopped_from_outside)
 from flagopt.executors._launch import child_environment
 from flagopt.workloads import _emit
 from flagopt.workloads.sim import DEFAULT_HANG_S, parse_job_args, run_job
@@ -199,8 +200,8 @@ class SimExecutor(BaseExecutor):
             # run_trial's watchdog: no new step for hang_s -> SIGTERM to the process group, which ends the job
             killed_by, exit_code = "hang", -signal.SIGTERM
             seconds += launch.hang_s if launch.hang_s is not None else DEFAULT_HANG_S
-        elif exit_code in (-signal.SIGTERM, -signal.SIGINT):
-            killed_by = "signal"  # run_trial: a SIGTERM it did not send came from outside (a scheduler, scancel)
+        elif stopped_from_outside(exit_code):
+            killed_by = "signal"  # as run_trial reports it
         self.run_seconds.append(seconds)
         self.faults.append(run.fault)
         # Steps cannot outlast the slot: drift correction only needs the start, the planner a positive span.

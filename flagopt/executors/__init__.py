@@ -10,7 +10,8 @@ Example:
 from __future__ import annotations
 
 from flagopt.executors._base import BaseExecutor, JobResult, JobStatus, TrialJob
-from flagopt.executors._launch import RunOutcome, TrialLaunch, child_environment, log_path_for, run_trial
+from flagopt.executors._launch import (RunOutcome, TrialLaunch, child_environment, log_path_for, run_trial,
+                                      stopped_from_outside)
 from flagopt.executors._local import LocalExecutor
 from flagopt.executors._slurm import SlurmExecutor, SlurmSettings, SlurmTrialJob
 from flagopt.executors._steps import SlurmStepsExecutor, require_allocation
@@ -35,4 +36,5 @@ __all__ = [
     "node_states",
     "require_allocation",
     "run_trial",
+    "stopped_from_outside",
 ]

@@ -94,6 +94,18 @@ def _default_interrupts() -> None:
         pass
 
 
+def stopped_from_outside(exit_code: int | None) -> bool:
+    """Whether a trial that ended with ``exit_code`` died of a SIGTERM or SIGINT (``killed_by="signal"`` when the
+    runner sent none: Slurm's time limit and scancel signal every process of the step, and no configuration sends
+    itself SIGTERM).
+
+    Example:
+        >>> stopped_from_outside(-15), stopped_from_outside(-9), stopped_from_outside(1)
+        (True, False, False)
+    """
+    return exit_code in (-signal.SIGTERM, -signal.SIGINT)
+
+
 def run_trial(launch: TrialLaunch) -> RunOutcome:
     """Run ``launch.argv`` to the end (or until a watchdog fires) and describe how it ended."""
     rank = task_rank()
@@ -181,10 +193,8 @@ def run_trial(launch: TrialLaunch) -> RunOutcome:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if not killed_by and proc.returncode in (-signal.SIGTERM, -signal.SIGINT):
-        # Stopped from outside with this wrapper (Slurm's time limit or scancel signals every process of the step):
-        # the trial may die before the wrapper's own handler runs, and no configuration sends itself SIGTERM.
-        killed_by.append("signal")
+    if not killed_by and stopped_from_outside(proc.returncode):
+        killed_by.append("signal")  # the trial died before the wrapper's own handler ran
     reader.join(timeout=10)
     return RunOutcome(
         rank=rank,

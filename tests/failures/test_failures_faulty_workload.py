@@ -149,7 +149,7 @@ def test_noise_does_not_turn_success_into_failure(tmp_path: Path) -> None:
 def test_a_trial_stopped_by_sigterm_from_outside_is_cancelled_not_a_crash(tmp_path: Path) -> None:
     # Slurm's time limit and scancel signal every process of the step: the trial may die of SIGTERM before the
     # runner's own handler runs (it failed once in .ci/run). A configuration is not blamed for that.
-    script = "import os, signal, time; print('completed step: 1', flush=True); os.kill(os.getpid(), signal.SIGTERM)"
+    script = "import os, signal; print('completed step: 1', flush=True); os.kill(os.getpid(), signal.SIGTERM)"
     launch = TrialLaunch(argv=(sys.executable, "-c", script), env={"XLA_FLAGS": None},
                          workdir=str(tmp_path), trial_dir=str(tmp_path / "t"), timeout_s=60)
     outcome = run_trial(launch)
