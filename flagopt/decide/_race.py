@@ -12,8 +12,8 @@ from flagopt.decide._balanced import informs_only
 from flagopt.decide._design import settings_of_record
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan, seconds_per_run, settings_set
-from flagopt.decide._runs import RunRecord
-from flagopt.space import Space
+from flagopt.decide._runs import CANCELLED, FLAKE, INVALID, RUNNING, RunRecord
+from flagopt.space import Space, TrialConfig
 
 #: Runs between two controls at the least: with repeats of other configurations the drift between controls is
 #: measured anyway, and a control every other run spent ~40 % of a study on controls.
@@ -238,12 +238,25 @@ class Race:
         """
         return leader is not None
 
-    def reserve(self) -> int:
-        """Runs kept at the end of the budget to confirm the best: two contenders to ``min_runs``, and a control."""
-        return 2 * max(self.space.noise.min_runs - 1, 1) + 1
+    def reserve(self, records: Sequence[RunRecord] = ()) -> int:
+        """Runs kept at the end of the budget to confirm the best: two contenders to ``min_runs``, and a control,
+        more by the share of ``records`` the infrastructure failed (each such launch counts against the budget).
+
+        Example (``min_runs`` 3): 5 runs on a healthy cluster, 6 where one launch in six failed for the machine.
+        """
+        healthy = 2 * max(self.space.noise.min_runs - 1, 1) + 1
+        launched = [r for r in records if r.status not in (INVALID, CANCELLED, RUNNING)]
+        flaky = sum(1 for r in launched if r.status == FLAKE) / len(launched) if launched else 0.0
+        return math.ceil(healthy / (1.0 - min(flaky, 0.5)) - 1e-9)
 
     def predicted(self, arm: Arm) -> float:
         """The arm's gain as the effects model predicts it from every run (its own included)."""
         if self._model is None:
             return arm.estimate.gain if arm.estimate is not None else 0.0
         return self._model.predict(settings_of_record(self.space, arm.first.attrs.get("settings") or {})).gain
+
+    def predicted_settings(self, config: TrialConfig) -> float:
+        """The gain the effects model predicts for ``config`` (one nobody ran: from the effects alone)."""
+        if self._model is None:
+            return 0.0
+        return self._model.predict(settings_of_record(self.space, config.settings()), own_runs=False).gain

@@ -55,12 +55,15 @@ class Screen(Proposals):
         return blame_failures(self.space, records, self.deployed)
 
     def next_screen(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan],
-                    leader: Arm | None, *, ahead: bool = False) -> tuple[TrialConfig, str, str] | None:
+                    leader: Arm | None, *, ahead: bool = False,
+                    endgame: bool = False) -> tuple[TrialConfig, str, str] | None:
         """The next configuration of the screen: ``(config, reason, design)``, or ``None`` when it is done.
 
         ``ahead``: a slot would otherwise idle until the runs in flight are in, so go one stage ahead of them: the
         combination of what helped so far while probes are still out, and the drop-one variants of a combination
         that is still running (speculative runs: they cost budget, not wall time).
+        ``endgame``: the budget's last runs (:meth:`~flagopt.decide.Planner.next`): no more one-factor probes or
+        refinements between grid points, only what the model makes of them (the combination first).
         """
         space = self.space
         # A job someone cancelled was tried (they did not want it run); one cancelled with the driver was not.
@@ -85,7 +88,7 @@ class Screen(Proposals):
         by_param = self.single_setting_arms(arms)
         if not space.screen:
             return None
-        for param in space.params:
+        for param in () if endgame else space.params:
             for value in design.probe_values(param, self.deployed.get(param.name)):
                 config = fresh({param.name: value}, design.probe_label(param, value))
                 if config is not None:
@@ -98,7 +101,7 @@ class Screen(Proposals):
                 if len(settings) == 1:
                     (name, value), = settings.items()
                     failed_grid.setdefault(name, []).append(value)
-        for param in space.params:
+        for param in () if endgame else space.params:
             # refinement looks between the grid points only (never refines a refinement), and only where the best
             # grid point stands out of the noise
             measured = {v: 0.0 if a.same_program else a.estimate.gain for v, a in by_param.get(param.name, {}).items()
