@@ -4,7 +4,8 @@ below5's truth: no +5 % winner, several +1-2 % effects. With 20 runs the study c
 ``max_trials``; its last runs re-run the contenders it will recommend from (seeds 5 and 6: three re-runs each
 after the last control without the rule), and a claim made of runs after the last
 control rests on a drift curve extrapolated past its data (rand-below-2011: four such runs, +5.05 % claimed, true
-+2.9 %).
++2.9 %). Not when nothing is confirmed better before the last run: that run goes to a contender, which it may confirm
+(since the budget's last runs go to the combination first, below5-5 ends that way).
 """
 
 from __future__ import annotations
