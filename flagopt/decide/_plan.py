@@ -77,14 +77,19 @@ def arm_summary(arm: Arm) -> dict[str, Any]:
             "numerics_flagged": arm.numerics_flagged}
 
 
-def runs_used(records: Sequence[RunRecord]) -> int:
-    """The runs that count against ``max_trials``.
+def counted_runs(records: Sequence[RunRecord]) -> list[RunRecord]:
+    """The runs that count against ``max_trials``, in order.
 
     An invalid run (an unknown flag) never ran the job, and one cancelled with the driver (Ctrl-C, a time limit's
     SIGTERM, a driver that died before submitting it, a lost slot) measured nothing and is run again on resume:
     neither spends budget. A job someone cancelled (scancel) does: that was a decision about that run.
     """
-    return sum(1 for r in records if r.status != "invalid" and not r.stopped_with_driver)
+    return [r for r in records if r.status != "invalid" and not r.stopped_with_driver]
+
+
+def runs_used(records: Sequence[RunRecord]) -> int:
+    """How many runs count against ``max_trials`` (:func:`counted_runs`)."""
+    return len(counted_runs(records))
 
 
 def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> list[str]:

@@ -17,10 +17,10 @@ from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, runs_used
+from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs, runs_used
 from flagopt.decide._proposals import MODEL_DESIGNS
 from flagopt.decide._race import Race
-from flagopt.decide._runs import BASELINE, CANCELLED, INVALID, NO_ENV, RUNNING, RunRecord
+from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
 from flagopt.decide._screen import Screen
 from flagopt.decide._stop import Stopping
 from flagopt.space import Space, TrialConfig
@@ -204,8 +204,7 @@ class Planner(Screen, Race, Stopping):
 
 def proposed_since(records: Sequence[RunRecord], last: int) -> bool:
     """Whether one of the ``last`` runs that count against the budget ran a configuration the model proposed."""
-    counted = [r for r in records if r.status != INVALID and not r.stopped_with_driver]  # as runs_used counts
-    return last > 0 and any(r.attrs.get("design") in MODEL_DESIGNS for r in counted[-last:])
+    return last > 0 and any(r.attrs.get("design") in MODEL_DESIGNS for r in counted_runs(records)[-last:])
 
 
 def control(reason: str, first: RunRecord, attrs: dict[str, Any]) -> Plan:
