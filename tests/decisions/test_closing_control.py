@@ -20,7 +20,7 @@ LAND = load_landscape("below5")
 H200X2 = load_landscape("h200x2")
 
 
-@pytest.mark.parametrize("seed", [5, 6])  # 5: nothing confirmed before the last run; 6: the combination was
+@pytest.mark.parametrize("seed", [5, 6])  # 5: nothing confirmed before the last run; 6: the combination was, before it
 def test_a_budget_verdict_comes_after_a_closing_control(tmp_path, seed):
     runner, verdict = run_study(LAND, tmp_path, seed, max_trials=20)
     records = runner.records()

@@ -29,7 +29,8 @@ def test_a_tight_budget_ends_on_the_combination_confirmed(tmp_path, seed):
     assert 1 + FSDP64.true_gain(chosen) >= 0.99 * (1 + FSDP64.best().gain), chosen
     assert verdict.winner["fresh_runs"] >= 2
     # no one-factor probe or refinement between grid points in the budget's last runs
-    last = [r for r in runner.records() if r.status != "invalid"][-runner.planner.reserve():]
+    records = runner.records()
+    last = [r for r in records if r.status != "invalid"][-runner.planner.reserve(records):]
     assert not [r.number for r in last if r.attrs.get("design") in ("probe", "refine")], \
         [(r.number, r.attrs.get("design")) for r in last]
 
