@@ -15,10 +15,20 @@ start=$(date +%s)
 if [ ! -f studies/flagopt.db ] && [ -f .carry/studies.tgz ]; then tar xzf .carry/studies.tgz; fi
 nvidia-smi -L | tee "$OUT/gpus.txt"
 left() { echo $(( seconds - ($(date +%s) - start) )); }
+# Too little time left for the next step: keep the studies and stop; the next call resumes. (timeout reads 0 as no
+# limit and rejects a negative one: at 9c3cd52 call 2's A/B never started, "timeout: invalid option -- '7'".)
+enough() {
+  [ "$(left)" -ge 30 ] && return 0
+  echo "engine25.sh: $(left) s left of $seconds, too few for the next step: stopping here; the next call resumes" \
+    | tee -a "$OUT/ab-fsdp.log"
+  tar czf "$OUT/studies.tgz" --exclude=hlo studies
+  exit 0
+}
 case $phase in
   study) bash $here/run_study.sh $here/fsdp.yaml "$seconds" ;;
   ab)
     . $here/setup_device.sh
+    enough
     timeout -s TERM "$(left)" python3 -m flagopt run --space $here/fsdp.yaml --storage $storage 2>&1 \
       | tee -a "$OUT/h200x2-fsdp-run.log"
     python3 -m flagopt leaderboard h200x2-fsdp --storage $storage | tee "$OUT/leaderboard.txt"
@@ -40,6 +50,7 @@ PY
 )
     patch=()
     [ -s "$OUT/h200x2-fsdp.env.sh" ] && patch=(--patch "$OUT/h200x2-fsdp.env.sh")
+    enough
     # shellcheck disable=SC2086  # $next is "--trial N --trial M", made above from trial numbers
     timeout -s TERM "$(left)" python3 -m flagopt ab h200x2-fsdp --storage $storage --space $here/fsdp.yaml \
       "${patch[@]}" $next --pairs 4 2>&1 | tee -a "$OUT/ab-fsdp.log"
