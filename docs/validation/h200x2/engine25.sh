@@ -15,13 +15,14 @@ start=$(date +%s)
 if [ ! -f studies/flagopt.db ] && [ -f .carry/studies.tgz ]; then tar xzf .carry/studies.tgz; fi
 nvidia-smi -L | tee "$OUT/gpus.txt"
 left() { echo $(( seconds - ($(date +%s) - start) )); }
+keep_studies() { tar czf "$OUT/studies.tgz" --exclude=hlo studies; }  # what the next call resumes from
 # Too little time left for the next step: keep the studies and stop; the next call resumes. (timeout reads 0 as no
 # limit and rejects a negative one: at 9c3cd52 call 2's A/B never started, "timeout: invalid option -- '7'".)
 enough() {
   [ "$(left)" -ge 30 ] && return 0
   echo "engine25.sh: $(left) s left of $seconds, too few for the next step: stopping here; the next call resumes" \
     | tee -a "$OUT/ab-fsdp.log"
-  tar czf "$OUT/studies.tgz" --exclude=hlo studies
+  keep_studies
   exit 0
 }
 case $phase in
@@ -56,6 +57,6 @@ PY
       "${patch[@]}" $next --pairs 4 2>&1 | tee -a "$OUT/ab-fsdp.log"
     # one file: the device returns at most 8, and a resumed A/B leaves one JSON per record
     tar czf "$OUT/ab.tgz" -C studies/h200x2-fsdp ab 2>/dev/null
-    tar czf "$OUT/studies.tgz" --exclude=hlo studies ;;
+    keep_studies ;;
   *) echo "engine25.sh: phase is study or ab" >&2; exit 2 ;;
 esac
