@@ -173,10 +173,33 @@ class Stopping:
         claim = best.claim or best.estimate
         others = len(self.winners(arms)) - 1
         raced = f"; {others} other confirmed winner{'s' if others != 1 else ''} raced against it" if others else ""
+        ended = "budget" in why  # the race was cut short: an arm it had not finished may measure higher
+        higher = self.unconfirmed_higher(self.eligible(arms), best) if ended else ""
         return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
                        f"[{claim.lo:+.1%}, {claim.hi:+.1%}] over {claim.n} fresh runs "
-                       f"({best.n} in all), lower bound >= {self.space.stop.win:.0%}{raced} ({why})",
+                       f"({best.n} in all), lower bound >= {self.space.stop.win:.0%}{raced} ({why}){higher}",
                        winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
+
+    def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None) -> str:
+        """A sentence naming the configuration measured highest above ``pick`` (``None``: the deployed job) that the
+        budget left short of the runs a claim needs, or ``""``.
+
+        Its runs and the effects model both put it above the pick by more than ``noise.min_effect``; it is no claim
+        (no fresh run confirmed it), but a user deploying the pick should know that one more run or two could change
+        the answer (rand-recipe-1026: the pick +6.4 %, a configuration measured +12.6 and +11.6 % on its two runs,
+        true +12.1 %, named nowhere but in the leaderboard).
+        """
+        noise = self.space.noise
+        floor = (pick.estimate.gain if pick is not None else 0.0) + noise.min_effect
+        model_floor = (self.predicted(pick) if pick is not None else 0.0) + noise.min_effect
+        short = [a for a in eligible if a is not pick and a.n < noise.min_runs and a.estimate.gain >= floor
+                 and self.predicted(a) >= model_floor]
+        if not short:
+            return ""
+        top = max(short, key=self.predicted)
+        runs = f"{top.n} run" + ("s" if top.n != 1 else "")
+        return (f"; measured higher but unconfirmed: {top.label} {top.estimate.gain:+.1%} over {runs}, short of the "
+                f"{noise.min_runs} a claim needs (raise stop.max_trials and run again to confirm or rule it out)")
 
     def budget_verdict(self, reason: str, why: str, eligible: Sequence[Arm], tried: list, noise: dict) -> Verdict:
         # The recommendation is picked among many raced arms: hold it to the family-wise bound, like the win rule
@@ -194,10 +217,10 @@ class Stopping:
             est = best.claim
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
-                           "family-wise confidence)",
+                           f"family-wise confidence){self.unconfirmed_higher(eligible, best)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
-        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed",
-                       tried=tried, noise=noise)
+        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed"
+                       f"{self.unconfirmed_higher(eligible, None)}", tried=tried, noise=noise)
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
         runs = baseline_runs(records, self._direction)
