@@ -96,15 +96,18 @@ class Stopping:
             stop.max_hours is not None and time.time() - self.started_at > stop.max_hours * 3600)
         if self.leader(arms) is not None:
             if self.refine_used(records) >= stop.refine:
-                return self.win_verdict(records, arms, f"refinement budget ({stop.refine} runs) used")
+                return self.win_verdict(records, arms, f"refinement budget ({stop.refine} runs) used",
+                                        cut_short="stop.refine")
             if out_of_budget:
-                return self.win_verdict(records, arms, "budget used during the refinement")
+                return self.win_verdict(records, arms, "budget used during the refinement",
+                                        cut_short="stop.max_trials" if used >= self.max_trials else "stop.max_hours")
             return None
         if used >= self.max_trials:
             return self.budget_verdict("budget", f"max_trials ({self.max_trials}) runs used{flakes_note(records)}",
-                                       eligible, tried, noise)
+                                       eligible, tried, noise, cut_short="stop.max_trials")
         if out_of_budget:
-            return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise)
+            return self.budget_verdict("time", f"max_hours ({stop.max_hours}) reached", eligible, tried, noise,
+                                       cut_short="stop.max_hours")
         distinct = [a for a in arms if a.estimate is not None]
         # A space whose params set fewer configurations than max_null is done when each was measured, its profiles'
         # too (four booleans: 15, and the sampler re-proposed them until the budget ended, with no verdict). A space
@@ -167,22 +170,23 @@ class Stopping:
         tried = {r.config_key for r in records if not r.stopped_with_driver}
         return self.balanced_row(records, arms, self.blames(records), tried) is not None
 
-    def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str) -> Verdict:
+    def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str, *,
+                    cut_short: str | None = None) -> Verdict:
+        """The win verdict on the leader; ``cut_short``: the budget (its space key) that ended the race, if one did."""
         best = self.leader(arms)
         assert best is not None
         claim = best.claim or best.estimate
         others = len(self.winners(arms)) - 1
         raced = f"; {others} other confirmed winner{'s' if others != 1 else ''} raced against it" if others else ""
-        ended = "budget" in why  # the race was cut short: an arm it had not finished may measure higher
-        higher = self.unconfirmed_higher(self.eligible(arms), best) if ended else ""
+        higher = self.unconfirmed_higher(self.eligible(arms), best, cut_short) if cut_short else ""
         return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
                        f"[{claim.lo:+.1%}, {claim.hi:+.1%}] over {claim.n} fresh runs "
                        f"({best.n} in all), lower bound >= {self.space.stop.win:.0%}{raced} ({why}){higher}",
                        winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
 
-    def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None) -> str:
+    def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None, knob: str) -> str:
         """A sentence naming the configuration measured highest above ``pick`` (``None``: the deployed job) that the
-        budget left short of the runs a claim needs, or ``""``.
+        budget ``knob`` (``stop.max_trials``, ...) left short of the runs a claim needs, or ``""``.
 
         Its runs and the effects model both put it above the pick by more than ``noise.min_effect``; it is no claim
         (no fresh run confirmed it), but a user deploying the pick should know that one more run or two could change
@@ -199,9 +203,15 @@ class Stopping:
         top = max(short, key=self.predicted)
         runs = f"{top.n} run" + ("s" if top.n != 1 else "")
         return (f"; measured higher but unconfirmed: {top.label} {top.estimate.gain:+.1%} over {runs}, short of the "
-                f"{noise.min_runs} a claim needs (raise stop.max_trials and run again to confirm or rule it out)")
+                f"{noise.min_runs} a claim needs (raise {knob} and run again to confirm or rule it out)")
 
-    def budget_verdict(self, reason: str, why: str, eligible: Sequence[Arm], tried: list, noise: dict) -> Verdict:
+    def budget_verdict(self, reason: str, why: str, eligible: Sequence[Arm], tried: list, noise: dict, *,
+                       cut_short: str | None = None) -> Verdict:
+        """A verdict without a winner: the best arm confirmed better, if any; ``cut_short`` as in :meth:`win_verdict`."""
+
+        def higher(pick: Arm | None) -> str:
+            return self.unconfirmed_higher(eligible, pick, cut_short) if cut_short else ""
+
         # The recommendation is picked among many raced arms: hold it to the family-wise bound, like the win rule
         # (the decision benchmark measured 20 % false winners on a null landscape without it, 0 % with it), on the
         # runs that did not select it.
@@ -217,10 +227,10 @@ class Stopping:
             est = best.claim
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
-                           f"family-wise confidence){self.unconfirmed_higher(eligible, best)}",
+                           f"family-wise confidence){higher(best)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
         return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed"
-                       f"{self.unconfirmed_higher(eligible, None)}", tried=tried, noise=noise)
+                       f"{higher(None)}", tried=tried, noise=noise)
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
         runs = baseline_runs(records, self._direction)
