@@ -115,9 +115,13 @@ def query_job(job_id: str) -> SlurmJobInfo | None:
     final = _from_sacct(job_id)
     if final is None or final.state not in DONE_STATES:
         return live or final  # accounting can lag a second behind the controller
-    if live is not None and final.reason in ("", "None"):
-        # sacct forgets why a cancelled job was pending; squeue still knows
-        final = SlurmJobInfo(final.slurm_state, live.reason, final.nodelist, *_times(final))
+    if live is not None:
+        # sacct forgets why a cancelled job was pending, and for a moment after the end it can hold the final state
+        # without the end time or with part of the nodes; the controller still knows all three
+        reason = live.reason if final.reason in ("", "None") else final.reason
+        nodelist = live.nodelist if live.ran else final.nodelist
+        times = [mine if mine is not None else theirs for mine, theirs in zip(_times(final), _times(live))]
+        final = SlurmJobInfo(final.slurm_state, reason, nodelist, *times)
     return final
 
 
