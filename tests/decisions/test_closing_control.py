@@ -66,3 +66,19 @@ def test_a_win_is_declared_on_runs_bracketed_by_controls(tmp_path):
     assert winner[-1].number < last_control, [(r.number, r.kind) for r in measured[-6:]]
     low, high = verdict.winner["ci"]
     assert low <= WIN10.true_gain(verdict.winner["settings"]) <= high, verdict.message
+
+
+def test_a_win_cut_short_by_the_refinement_budget_is_bracketed_by_a_control(tmp_path):
+    # win10 seed 17 spends its 20 refinement runs and the last two go to a combination that becomes the leader: it
+    # claimed +13.8 % [+9.8, +17.9] on runs eleven after the last control (true +10.5 %). One control more, past the
+    # refinement budget but inside max_trials, brackets them before the verdict.
+    runner, verdict = run_study(WIN10, tmp_path, 17)
+    assert verdict.reason == "win" and "refinement budget" in verdict.message, verdict.message
+    records = runner.records()
+    measured = [r for r in records if r.ok]
+    assert measured[-1].is_baseline and measured[-1].attrs.get("phase") == "refine", measured[-1].kind
+    assert runner.planner.refine_used(records) == runner.space.stop.refine + 1
+    winner = [r for r in measured if r.config_key == verdict.winner["config_key"]]
+    assert winner[-1].number < measured[-1].number
+    low, high = verdict.winner["ci"]
+    assert low <= WIN10.true_gain(verdict.winner["settings"]) <= high, verdict.message
