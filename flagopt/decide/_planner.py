@@ -97,7 +97,7 @@ class Planner(Screen, Race, Stopping):
         self._model = self.model(records)  # every run's effects, pooled: read by the screen and the race
         stop = self.stop_verdict(records, arms)
         leader = self.leader(arms)
-        if stop is not None and leader is not None and BASELINE not in here and not self.out_of_budget(records) \
+        if stop is not None and leader is not None and BASELINE not in here and not self.out_of_budget(runs_used(records)) \
                 and self.refine_used(records) >= space.stop.refine and unbracketed(leader, records, slot):
             # The refinement budget ended on runs after the last control, their drift extrapolated past its data: one
             # control more brackets them, and the verdict reads the race with the drift measured at its end

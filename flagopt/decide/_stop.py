@@ -85,10 +85,10 @@ class Stopping:
         return sum(1 for r in records if r.attrs.get("phase") == "refine" and r.status not in ("invalid", CANCELLED)
                    and r.attrs.get("design") not in ("probe", "refine"))
 
-    def out_of_budget(self, records: Sequence[RunRecord]) -> bool:
-        """Whether ``stop.max_trials`` runs are used or ``stop.max_hours`` have passed."""
+    def out_of_budget(self, used: int) -> bool:
+        """Whether ``used`` runs (:func:`runs_used`) reach ``stop.max_trials``, or ``stop.max_hours`` have passed."""
         max_hours = self.space.stop.max_hours
-        return runs_used(records) >= self.max_trials or (
+        return used >= self.max_trials or (
             max_hours is not None and time.time() - self.started_at > max_hours * 3600)
 
     def stop_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> Verdict | None:
@@ -98,7 +98,7 @@ class Stopping:
         noise = self.noise_summary(records)
         tried = [arm_summary(a) for a in arms]
         used = runs_used(records)
-        out_of_budget = self.out_of_budget(records)
+        out_of_budget = self.out_of_budget(used)
         if self.leader(arms) is not None:
             if self.refine_used(records) >= stop.refine:
                 return self.win_verdict(records, arms, f"refinement budget ({stop.refine} runs) used",

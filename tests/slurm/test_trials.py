@@ -45,38 +45,34 @@ def test_pinned_trial_runs_on_the_pinned_node(slurm_cluster: set[str], tmp_path:
 
 LAGGING_ACCOUNTING = """\
 import os, shutil, subprocess, sys
-# The real sacct, but while the job is fresh in accounting its End reads Unknown (slurmdbd lagging the controller).
+# The real sacct, but while LAG_END is set its End reads Unknown (slurmdbd lagging the controller).
 real = shutil.which("sacct", path=os.environ["REAL_PATH"])
 out = subprocess.run([real, *sys.argv[1:]], capture_output=True, text=True)
-count = os.path.join(os.environ["LAG_DIR"], "calls")
-calls = int(open(count).read()) if os.path.exists(count) else 0
-open(count, "w").write(str(calls + 1))
-if "End" in sys.argv[-1] and calls < int(os.environ["LAG_CALLS"]):
+if os.environ.get("LAG_END") and "End" in sys.argv[-1]:
     out.stdout = "\\n".join("|".join(line.split("|")[:-1] + ["Unknown"]) if line else line
                             for line in out.stdout.split("\\n"))
 sys.stdout.write(out.stdout); sys.stderr.write(out.stderr); sys.exit(out.returncode)
 """
 
 
-def lagging_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
-    """Put a ``sacct`` on PATH that hides the End time from its first ``calls`` answers."""
+def lagging_sacct(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put a ``sacct`` on PATH that hides the End time while ``LAG_END`` is set."""
     bin_dir = tmp_path / "lag-bin"
     bin_dir.mkdir()
     shim = bin_dir / "sacct"
     shim.write_text(f"#!{sys.executable}\n" + LAGGING_ACCOUNTING)
     shim.chmod(0o755)
     monkeypatch.setenv("REAL_PATH", os.environ["PATH"])
-    monkeypatch.setenv("LAG_DIR", str(bin_dir))
-    monkeypatch.setenv("LAG_CALLS", str(calls))
+    monkeypatch.setenv("LAG_END", "1")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
 
 def test_the_end_time_is_kept_when_accounting_lags_behind_the_controller(
         slurm_cluster: set[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    lagging_sacct(tmp_path, monkeypatch, calls=1_000)  # accounting never has it while the job is watched
+    lagging_sacct(tmp_path, monkeypatch)  # accounting never has the end while the job is watched
     job = executor(tmp_path, nodelist="node2").submit(make_launch(tmp_path / "t", step_script(2, 0.1)))
     assert job.result(timeout_s=120).state == "FINISHED"
-    monkeypatch.setenv("LAG_CALLS", "0")
+    monkeypatch.delenv("LAG_END")
     times = job.times()
     assert None not in times.values(), times  # the controller's end time, while sacct had none
     assert times["ended_at"] == parse_slurm_time(sacct_field(job.job_id, "End"))
