@@ -32,7 +32,7 @@ from scipy.stats import binomtest
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._metrics import SeedResult, landscape_kind  # noqa: E402
+from benchmarks._metrics import SeedResult, summarise  # noqa: E402
 
 _FIELDS = {f.name for f in fields(SeedResult)}
 
@@ -102,24 +102,26 @@ class Share:
 
 
 def shares(results: Sequence[SeedResult], strategy: str) -> list[Share]:
-    """The share targets of issue 25 for ``strategy``, per landscape (a held-out family pooled as one)."""
-    groups: dict[str, list[SeedResult]] = {}
-    for r in results:
-        if r.strategy == strategy:
-            groups.setdefault(r.family or r.landscape, []).append(r)
+    """The share targets of issue 25 for ``strategy``, per landscape (a held-out family pooled as one), from the
+    benchmark's own summaries (:func:`~benchmarks._metrics.summarise`, the grouping and kinds of its tables)."""
     out: list[Share] = []
-    for name, rs in groups.items():
-        n = len(rs)
-        kind = landscape_kind(float(np.median([r.best_gain for r in rs])))
-        if kind == "win":
-            out.append(Share(f"{name}: within 1 % of the true best", 0.85, True, sum(r.within_1pct for r in rs), n))
-            out.append(Share(f"{name}: win verdict", 0.95, True, sum(r.verdict == "win" for r in rs), n))
-        elif kind == "below":
-            out.append(Share(f"{name}: within 1 % of the true best", 0.75, True, sum(r.within_1pct for r in rs), n))
-            out.append(Share(f"{name}: a +5 % claim", 0.02, False, sum(r.claims_win for r in rs), n))
+    for s in summarise(results, by_family=True):
+        if s.strategy != strategy:
+            continue
+        n = s.seeds
+
+        def count(share: float) -> int:
+            return round(share * n)
+
+        if s.kind == "win":
+            out.append(Share(f"{s.landscape}: within 1 % of the true best", 0.85, True, count(s.within_1pct), n))
+            out.append(Share(f"{s.landscape}: win verdict", 0.95, True, s.verdicts.get("win", 0), n))
+        elif s.kind == "below":
+            out.append(Share(f"{s.landscape}: within 1 % of the true best", 0.75, True, count(s.within_1pct), n))
+            out.append(Share(f"{s.landscape}: a +5 % claim", 0.02, False, count(s.claims_win), n))
         else:
-            out.append(Share(f"{name}: null verdict", 0.95, True, sum(r.verdict == "null" for r in rs), n))
-            out.append(Share(f"{name}: a confirmed recommendation", 0.0, False, sum(r.claims for r in rs), n))
+            out.append(Share(f"{s.landscape}: null verdict", 0.95, True, s.verdicts.get("null", 0), n))
+            out.append(Share(f"{s.landscape}: a confirmed recommendation", 0.0, False, count(s.recommends), n))
     covered = [r.covered for r in results if r.strategy == strategy and r.covered is not None]
     if covered:
         out.append(Share("every claim: 95 % interval covers the true gain", 0.90, True, sum(covered), len(covered)))
@@ -138,16 +140,14 @@ def report(results: Sequence[SeedResult], strategy: str, sources: Sequence[str])
     lines += [s.row() for s in shares(results, strategy)]
     errors = [r.claimed_gain - r.true_gain for r in mine if r.claims]
     controls = [r.controls_share for r in mine if r.controls_share is not None]
-    runs: dict[str, list[int]] = {}
-    for r in mine:
-        runs.setdefault(r.family or r.landscape, []).append(r.runs)
     lines.append("")
     if errors:
         lines.append(f"Mean claimed - true gain: {100 * float(np.mean(errors)):+.2f} pp over {len(errors)} claims "
                      "(wanted <= 0.5 pp).")
     if controls:
         lines.append(f"Controls, median share of a study's runs: {float(np.median(controls)):.1%} (wanted <= 15 %).")
-    lines.append("Median runs: " + ", ".join(f"{k} {float(np.median(v)):g}" for k, v in runs.items()) + ".")
+    lines.append("Median runs: " + ", ".join(f"{s.landscape} {s.runs_median:g}" for s in summarise(mine, by_family=True))
+                 + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -97,7 +97,8 @@ class Planner(Screen, Race, Stopping):
         self._model = self.model(records)  # every run's effects, pooled: read by the screen and the race
         stop = self.stop_verdict(records, arms)
         leader = self.leader(arms)
-        if stop is not None and leader is not None and BASELINE not in here and not self.out_of_budget(runs_used(records)) \
+        used = runs_used(records)
+        if stop is not None and leader is not None and BASELINE not in here and not self.out_of_budget(used) \
                 and self.refine_used(records) >= space.stop.refine and unbracketed(leader, records, slot):
             # The refinement budget ended on runs after the last control, their drift extrapolated past its data: one
             # control more brackets them, and the verdict reads the race with the drift measured at its end
@@ -118,7 +119,6 @@ class Planner(Screen, Race, Stopping):
         # The last runs of the budget confirm the best measured configurations instead of screening on: on 2xH200 a
         # 40-run study spent them all on the screen and ended unconfirmed on overlap2 (+1.9 %) with the JAX-Toolbox
         # recipe measured once at +3.1 % (+3.0 % in the A/B that followed).
-        used = runs_used(records)
         reserve = self.reserve(records)
         last_runs = used >= self.max_trials - reserve
         # Nor do they probe or refine one setting at a time: what the model makes of the probes comes first (at the
