@@ -191,6 +191,28 @@ def commit() -> str:
         return "unknown"
 
 
+#: The keys of the space's ``stop:`` section ``--stop`` may set (``max_trials`` has its own option).
+STOP_KEYS = ("win", "null_gain", "max_null", "max_hours", "refine")
+
+
+def stop_option(text: str) -> tuple[str, float]:
+    """``--stop`` ``KEY=VALUE``: a key of the space's ``stop:`` section and its number, for every flagopt strategy.
+
+    Example:
+        >>> stop_option("refine=10")
+        ('refine', 10)
+    """
+    key, sep, value = text.partition("=")
+    if not sep or key not in STOP_KEYS:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE with KEY one of {', '.join(STOP_KEYS)} "
+                                         "(e.g. refine=10; the budget is --max-trials)")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
+    return key, int(number) if number.is_integer() else number
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
@@ -206,6 +228,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="seeds for null and rand-null (the null target needs >= 50; default: --seeds)")
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     parser.add_argument("--max-trials", type=int, default=60, help="flagopt's stop.max_trials (default 60)")
+    parser.add_argument("--stop", nargs="+", default=[], metavar="KEY=VALUE", type=stop_option,
+                        help="stop rules of flagopt's space other than the defaults, e.g. refine=0 (end at the "
+                             f"first confirmed winner); keys: {', '.join(STOP_KEYS)}")
     parser.add_argument("--jobs", type=int, default=2, help="seeds run in parallel (processes, default 2)")
     parser.add_argument("--quick", action="store_true",
                         help="flagopt alone, 3 seeds, shipped landscapes only (unless given explicitly)")
@@ -238,9 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     count = {name: args.null_seeds if name in NULL_LANDSCAPES else args.seeds for name in args.landscapes}
     count |= {family: args.null_seeds if family in NULL_LANDSCAPES else args.held_out_seeds
               for family in args.families}
-    tasks = [Task(name, seed, "", strategies, args.max_trials) for name in args.landscapes
+    options = {"stop": dict(args.stop)} if args.stop else {}
+    tasks = [Task(name, seed, "", strategies, args.max_trials, options) for name in args.landscapes
              for seed in range(args.first_seed, args.first_seed + count[name])]
-    tasks += [Task(family, seed, family, strategies, args.max_trials) for family in args.families
+    tasks += [Task(family, seed, family, strategies, args.max_trials, options) for family in args.families
               for seed in range(args.first_seed, args.first_seed + count[family])]
     results: list[SeedResult] = []
     notes: set[str] = set()

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.decisions import main, parse_args
 
 
@@ -61,3 +63,20 @@ def test_flagopt_told_confirms_the_true_best_as_its_one_profile(tmp_path: Path) 
     (told,) = rows
     assert told["verdict"] == "win" and told["within_1pct"] and told["runs"] <= 15
     assert "flagopt-told skipped on null" in (tmp_path / "bench.md").read_text()
+
+
+def test_stop_rules_other_than_the_defaults_reach_every_flagopt_study(tmp_path: Path) -> None:
+    """``--stop refine=0``: the study ends at its first confirmed winner, in fewer runs than with the default."""
+    assert parse_args(["--stop", "refine=0", "win=0.04"]).stop == [("refine", 0), ("win", 0.04)]
+    for bad in ("refine", "refin=3", "max_trials=30", "refine=ten"):
+        with pytest.raises(SystemExit):
+            parse_args(["--stop", bad])
+    runs = {}
+    for name, extra in (("default", []), ("first", ["--stop", "refine=0"])):
+        out = tmp_path / f"{name}.json"
+        assert main(["--seeds", "1", "--first-seed", "3", "--landscapes", "win10", "--families", "--jobs", "1",
+                     "--strategies", "flagopt", "--json", str(out), *extra]) == 0
+        (row,) = json.loads(out.read_text())
+        assert row["verdict"] == "win"
+        runs[name] = row["runs"]
+    assert runs["first"] < runs["default"]
