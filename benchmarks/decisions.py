@@ -30,7 +30,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,9 @@ from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
 from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E402
+from benchmarks._spaces import write_space  # noqa: E402
+from flagopt.errors import SpaceError  # noqa: E402
+from flagopt.space import StopSpec  # noqa: E402
 from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
 from flagopt.space import render_value  # noqa: E402
 
@@ -192,7 +195,7 @@ def commit() -> str:
 
 
 #: The keys of the space's ``stop:`` section ``--stop`` may set (``max_trials`` has its own option).
-STOP_KEYS = ("win", "null_gain", "max_null", "max_hours", "refine")
+STOP_KEYS = tuple(f.name for f in fields(StopSpec) if f.name != "max_trials")
 
 
 def stop_option(text: str) -> tuple[str, float]:
@@ -251,6 +254,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.null_seeds = args.seeds if args.null_seeds is None else args.null_seeds
     if args.jobs < 1:
         parser.error(f"--jobs: must be at least 1, got {args.jobs}")
+    if args.stop:
+        # flagopt's own loader judges the values (refine=-1, max_null=0) once, before any study starts: otherwise
+        # every study would fail on them and be left out
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                write_space(load_landscape("win10"), 0, Path(scratch), stop=dict(args.stop))
+            except SpaceError as exc:
+                parser.error(f"--stop: {exc}")
     return args
 
 

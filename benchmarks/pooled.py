@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Iterable, Sequence
@@ -101,6 +102,11 @@ class Share:
                 f"[{lo:.1%}, {hi:.1%}] | {self.status} |")
 
 
+def _count(n: int, share: float) -> int:
+    """The studies of ``n`` behind a summary's ``share`` (a summary keeps shares; the interval needs counts)."""
+    return round(share * n)
+
+
 def shares(results: Sequence[SeedResult], strategy: str) -> list[Share]:
     """The share targets of issue 25 for ``strategy``, per landscape (a held-out family pooled as one), from the
     benchmark's own summaries (:func:`~benchmarks._metrics.summarise`, the grouping and kinds of its tables)."""
@@ -109,10 +115,7 @@ def shares(results: Sequence[SeedResult], strategy: str) -> list[Share]:
         if s.strategy != strategy:
             continue
         n = s.seeds
-
-        def count(share: float) -> int:
-            return round(share * n)
-
+        count = functools.partial(_count, n)
         if s.kind == "win":
             out.append(Share(f"{s.landscape}: within 1 % of the true best", 0.85, True, count(s.within_1pct), n))
             out.append(Share(f"{s.landscape}: win verdict", 0.95, True, s.verdicts.get("win", 0), n))

@@ -68,7 +68,7 @@ def test_flagopt_told_confirms_the_true_best_as_its_one_profile(tmp_path: Path) 
 def test_stop_rules_other_than_the_defaults_reach_every_flagopt_study(tmp_path: Path) -> None:
     """``--stop refine=0``: the study ends at its first confirmed winner, in fewer runs than with the default."""
     assert parse_args(["--stop", "refine=0", "win=0.04"]).stop == [("refine", 0), ("win", 0.04)]
-    for bad in ("refine", "refin=3", "max_trials=30", "refine=ten"):
+    for bad in ("refine", "refin=3", "max_trials=30", "refine=ten", "refine=-1", "max_null=0"):
         with pytest.raises(SystemExit):
             parse_args(["--stop", bad])
     runs = {}
