@@ -125,6 +125,12 @@ class Race:
             count[p.repeat_of] = count.get(p.repeat_of, 0) + 1
         confirmed = {a.config_key for a in self.winners(arms)}
         top = self.best_confirmed(arms) if leader is None else None
+        # Against the winner a one-run rival counts by the model's difference from it, on the winner's measured level:
+        # a large effect they share is shrunk in every prediction alike (win10-14015: NCCL_ALGO=Tree won at +11.2 % on
+        # three runs, predicted +9.0 %; its companions' single runs, predicted +8.8 to +9.3 %, never ran again, and
+        # the study ended on Tree alone, true +10.0 % of a best +11.4 %). Over seven fresh seed sets, win10 within
+        # 1 %: 168 -> 175 of 210 (docs/benchmark-decisions.md).
+        shrunk = leader.estimate.gain - self.predicted(leader) if leader is not None else 0.0
         out = []
         for arm in arms:
             est = arm.estimate
@@ -156,14 +162,7 @@ class Race:
                 # (ppmb: the microbatch count alone won while the combination with four more gains, measured once
                 # 0.4 pp below it, was never run again), and where nothing matters the effects shrink to zero, so a
                 # lucky single run on the null landscape is not re-run for nothing.
-                gain = self.predicted(arm)
-                if leader is not None:
-                    # Against the winner the model's difference counts, on the winner's measured level: a large effect
-                    # they share is shrunk in every prediction alike (win10-14015: NCCL_ALGO=Tree won at +11.2 % on
-                    # three runs, predicted +9.0 %; its companions' single runs, predicted +8.8 to +9.3 %, never ran
-                    # again, and the study ended on Tree alone, true +10.0 % of a best +11.4 %). Over seven fresh
-                    # seed sets, win10 within 1 %: 168 -> 175 of 210 (docs/benchmark-decisions.md).
-                    gain += leader.estimate.gain - self.predicted(leader)
+                gain = self.predicted(arm) + shrunk
                 if len(settings_set(arm)) >= 2 and arm.first.kind != "sampled":
                     # a combination or a profile: its own run counts as much as its parts' effects. A sampled point
                     # is one of many the sampler draws: its run counts through the model's departure for it, which
