@@ -9,7 +9,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
-from flagopt.decide._blame import Blame, excluded_by
+from flagopt.decide._blame import Blame, blamed_by, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -170,10 +170,21 @@ class Stopping:
             "; fix or remove these values"
 
     def balanced_pending(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> bool:
-        """Whether the balanced screen still has a row to run: no null verdict before its effects are in (rand-below
-        ended `null` after four of its eight rows, its +2 % setting measured once and shrunk to +0.7 %)."""
+        """Whether the balanced screen still has a row to run, or the combination it follows is still to be run: no
+        null verdict before their effects are in. Without the rows, rand-below ended `null` after four of its eight,
+        its +2 % setting measured once and shrunk to +0.7 %. Without the combination, rand-below-12011 ended `null`
+        at its 25th configuration, all probes and refinements: no run had set two settings at once, so nothing could
+        show its +3.2 % pair that does nothing alone."""
         tried = {r.config_key for r in records if not r.stopped_with_driver}
-        return self.balanced_row(records, arms, self.blames(records), tried) is not None
+        blames = self.blames(records)
+        if self.space.screen and self._model is not None and self.contender(arms) is None \
+                and not any(r.attrs.get("design") == "combination" and r.ok for r in records):
+            combo = self.combination(self._model, blames)
+            key = design.config_of_settings(self.space, combo, kind="probe", profile="").config_key
+            if len(combo) >= 2 and key not in tried and blamed_by(blames, combo) is None \
+                    and self.proposals_left(records) and self.worth_running(self._model, combo, records):
+                return True
+        return self.balanced_row(records, arms, blames, tried) is not None
 
     def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str, *,
                     cut_short: str | None = None) -> Verdict:

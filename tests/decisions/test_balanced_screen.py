@@ -9,6 +9,7 @@ drawn while a row is still to run (rand-below ended `null` with half its rows un
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
 from flagopt.space import load_space
@@ -105,6 +106,29 @@ def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
     assert not planner.balanced_pending(records, arms)
+    verdict = planner.stop_verdict(records, arms)
+    assert verdict is not None and verdict.reason == "null", verdict
+
+
+def test_no_null_verdict_before_the_combination_the_balanced_screen_follows(tmp_path):
+    """Six distinct configurations measured (max_null 6), all one-factor probes within 0.5 % of the deployed job: no
+    run set two settings, so none could show a pair that only helps together (rand-below-12011 ended `null` so, its
+    +3.2 % pair never run). The null verdict waits for the combination and the balanced screen after it."""
+    space, planner, records = screened(tmp_path, {"ag": 100.5, "rs": 100.3, "ar": 100.2, "p2p": 99.9,
+                                                  "dbuf": 100.4}, combination=100.0)
+    space = replace(space, stop=replace(space.stop, max_null=6))
+    planner.space = space
+    records = [r for r in records if r.attrs.get("design") != "combination"]
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    assert planner.balanced_pending(records, arms)
+    assert planner.stop_verdict(records, arms) is None
+    step = planner.next_screen(records, arms, [], None)
+    assert step is not None and step[2] == "combination"
+    records.append(run(space, len(records), settings_of_record(space, step[0].settings()), 100.1, design="combination"))
+    assert design_rows(space, planner, records, value=100.0)
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
     verdict = planner.stop_verdict(records, arms)
     assert verdict is not None and verdict.reason == "null", verdict
 
