@@ -59,6 +59,23 @@ class Proposals(BalancedDesigns):
         """
         return self.additions(model, {}, blames) if model is not None else {}
 
+    def combination_due(self, model: EffectsModel | None, records: Sequence[RunRecord], blames: Sequence[Blame],
+                        tried: set[str]) -> dict[str, Any]:
+        """The combination (:meth:`combination`) if it is the screen's next run: two settings or more, not in
+        ``tried``, not blamed, within ``MAX_MODEL_PROPOSALS`` and predicted above every earlier proposal; else ``{}``.
+        The screen proposes it, and no null verdict is drawn while it is due."""
+        combo = self.combination(model, blames)
+        key = design.config_of_settings(self.space, combo, kind="probe", profile="").config_key
+        if len(combo) >= 2 and key not in tried and blamed_by(blames, combo) is None \
+                and self.proposals_left(records) and self.worth_running(model, combo, records):
+            return combo
+        return {}
+
+    @staticmethod
+    def combination_ran(records: Sequence[RunRecord]) -> bool:
+        """Whether a combination has run and measured (the balanced screen follows the first)."""
+        return any(r.attrs.get("design") == "combination" and r.ok for r in records)
+
     def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame], *,
                   optimism: float = 0.0, own: bool = False) -> dict[str, Any]:
         """Params ``base`` does not set whose best value has a pooled effect above zero (above ``-optimism``

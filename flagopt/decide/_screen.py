@@ -134,8 +134,8 @@ class Screen(Proposals):
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
         budget_left = self.proposals_left(records)
-        combo = self.combination(model, blames)
-        if len(combo) >= 2 and not proposals_in_flight and budget_left and self.worth_running(model, combo, records):
+        combo = self.combination_due(model, records, blames, tried) if not proposals_in_flight else {}
+        if combo:
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
@@ -253,7 +253,7 @@ class Screen(Proposals):
         is drawn while the design is unfinished. Measured in docs/benchmark-decisions.md (tenth-session note).
         """
         if self._model is None or self.contender(arms) is not None \
-                or not (ahead or any(r.attrs.get("design") == "combination" and r.ok for r in records)):
+                or not (ahead or self.combination_ran(records)):
             return None
         for i, (settings, size) in enumerate(self._balanced_rows(records, blames)):
             label = f"balanced screen {i + 1}/{size}: " + ", ".join(

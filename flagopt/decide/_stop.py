@@ -9,7 +9,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
-from flagopt.decide._blame import Blame, blamed_by, excluded_by
+from flagopt.decide._blame import Blame, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -178,12 +178,8 @@ class Stopping:
         tried = {r.config_key for r in records if not r.stopped_with_driver}
         blames = self.blames(records)
         if self.space.screen and self._model is not None and self.contender(arms) is None \
-                and not any(r.attrs.get("design") == "combination" and r.ok for r in records):
-            combo = self.combination(self._model, blames)
-            key = design.config_of_settings(self.space, combo, kind="probe", profile="").config_key
-            if len(combo) >= 2 and key not in tried and blamed_by(blames, combo) is None \
-                    and self.proposals_left(records) and self.worth_running(self._model, combo, records):
-                return True
+                and not self.combination_ran(records) and self.combination_due(self._model, records, blames, tried):
+            return True
         return self.balanced_row(records, arms, blames, tried) is not None
 
     def win_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm], why: str, *,
