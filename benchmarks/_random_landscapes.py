@@ -222,8 +222,10 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
         if family == "rand-recipe":
             entry, recipe = add_recipe(entry, rng)
         fit = _fit_scale(name, entry, target)
-        best = landscape_from_data(name, fit).best() if fit is not None else None
-        if best is not None and low <= best.gain <= high:
+        if fit is None or landscape_from_data(name, fit).lowest_factor() <= 0:
+            continue  # scaled until a setting's throughput factor is negative: no job behaves so (lowest_factor)
+        best = landscape_from_data(name, fit).best()
+        if low <= best.gain <= high:
             if recipe is not None:
                 fit["profiles"] = recipe.profiles(fit, best.settings, rng)
             return fit

@@ -209,6 +209,26 @@ class Landscape:
         rng = np.random.default_rng([seed, launch, 3, stream])
         return int(rng.integers(1, max(steps, 2)))
 
+    def lowest_factor(self) -> float:
+        """The smallest throughput factor one setting or interaction can apply (0.6 = that setting costs 40 %).
+
+        A real job's throughput stays positive, so a valid landscape keeps this above 0: with two negative factors
+        their product is positive, and the "best" configuration would be two settings that each break the job
+        alone (a truth no job has; ``benchmarks/_random_landscapes.py`` redraws such a landscape).
+
+        Example:
+            >>> from flagopt.workloads.sim import load_landscape
+            >>> load_landscape("win10").lowest_factor()
+            0.99
+        """
+        out = min((1.0 + float(i["gain"]) for i in self.interactions), default=1.0)
+        for param in self.params.values():
+            effect = param.effect or {}
+            out = min(out, *(1.0 + float(v) for v in (effect.get("values") or {}).values()), 1.0)
+            if "bump" in effect:
+                out = min(out, 1.0 + float(effect["bump"]["height"]))
+        return out
+
     def best(self) -> Best:
         """The true best configuration over every param's candidates, excluding OOM regions (for regret).
 
