@@ -222,9 +222,10 @@ def random_landscape_data(family: str, seed: int) -> dict[str, Any]:
         if family == "rand-recipe":
             entry, recipe = add_recipe(entry, rng)
         fit = _fit_scale(name, entry, target)
-        if fit is None or landscape_from_data(name, fit).lowest_factor() <= 0:
+        land = landscape_from_data(name, fit) if fit is not None else None
+        if land is None or land.lowest_factor() <= 0:
             continue  # scaled until a setting's throughput factor is negative: no job behaves so (lowest_factor)
-        best = landscape_from_data(name, fit).best()
+        best = land.best()
         if low <= best.gain <= high:
             if recipe is not None:
                 fit["profiles"] = recipe.profiles(fit, best.settings, rng)

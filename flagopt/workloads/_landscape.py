@@ -221,13 +221,8 @@ class Landscape:
             >>> load_landscape("win10").lowest_factor()
             0.99
         """
-        out = min((1.0 + float(i["gain"]) for i in self.interactions), default=1.0)
-        for param in self.params.values():
-            effect = param.effect or {}
-            out = min(out, *(1.0 + float(v) for v in (effect.get("values") or {}).values()), 1.0)
-            if "bump" in effect:
-                out = min(out, 1.0 + float(effect["bump"]["height"]))
-        return out
+        return min((*(1.0 + float(i["gain"]) for i in self.interactions),
+                    *(param.lowest_factor() for param in self.params.values())), default=1.0)
 
     def best(self) -> Best:
         """The true best configuration over every param's candidates, excluding OOM regions (for regret).

@@ -93,3 +93,18 @@ class SimParam:
             stages, overhead = float(effect["bubble"]["stages"]), float(effect["bubble"]["overhead"])
             out /= (1.0 + (stages - 1.0) / float(value)) * (1.0 + overhead * float(value))
         return out
+
+    def lowest_factor(self) -> float:
+        """The smallest factor any value can get under this param's effect, a bump's centre included (the bubble
+        only divides by terms above 1, so it never drives the factor to zero).
+
+        Example:
+            >>> bump = {"bump": {"center": 8, "width": 1.0, "height": -0.2}}
+            >>> SimParam("t", "xla", "int", 1, low=1, high=64, log=True, effect=bump).lowest_factor()
+            0.8
+        """
+        effect = self.effect or {}
+        out = min((1.0 + float(v) for v in (effect.get("values") or {}).values()), default=1.0)
+        if "bump" in effect:
+            out = min(out, 1.0 + float(effect["bump"]["height"]))
+        return min(out, 1.0)
