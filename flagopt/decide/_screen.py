@@ -133,7 +133,7 @@ class Screen(Proposals):
         if mended is not None:
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]
-        budget_left = self.proposals_left(records)
+        budget_left = self.proposals_left(records, refining=leader is not None)
         combo = self.combination_due(model, records, blames, tried) if not proposals_in_flight else {}
         if combo:
             config = fresh(combo, "combination: " + ", ".join(

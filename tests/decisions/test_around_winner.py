@@ -406,3 +406,13 @@ def test_a_rival_of_the_winner_is_raced_on_the_model_s_difference_not_its_level(
                                                                                                 "proto": "Simple"}
     raced = [settings_of_record(space, a.first.attrs["settings"]) for a in planner.candidates(arms, [])]
     assert rival in raced
+
+
+def test_proposals_spent_before_the_winner_leave_its_add_one(tmp_path):
+    # win10-1012: three combinations before the winner was confirmed used the search's model proposals, and the
+    # winner never ran with the pipelined all-gather (+0.5 % alone); the refinement has proposals of its own
+    earlier = [({"overlap": 2, "proto": "Simple"}, 102.9, "combination"),
+               ({"overlap": 3, "proto": "Simple"}, 101.0, "combination")]
+    space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=100.5, sigma=0.01, extra=earlier)
+    assert step is not None and step[2] == "add-one", step
+    assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "Simple", "pipe": True}
