@@ -32,6 +32,8 @@ def test_a_null_study_ends_on_the_null_verdict_within_the_budget(tmp_path, seed)
     assert verdict.reason == "null", verdict.message
     assert len(records) < runner.space.stop.max_trials
     assert verdict.winner is None
+    # a negative finding about the configurations that ran, not about all the space can set (it was not measured)
+    assert "configurations measured (of" in verdict.message and "nothing the space can set" not in verdict.message
 
 
 def test_no_arm_is_re_run_once_it_fell_below_the_null_race_floor(tmp_path):
@@ -61,6 +63,7 @@ def test_a_space_smaller_than_max_null_is_done_once_each_configuration_was_measu
     measured = {a.config_key for a in arms_of(runner.records(), space.noise, space.metric.direction)
                 if a.estimate is not None}
     assert len(measured) >= size
+    assert "nothing the space can set is worth deploying" in verdict.message  # every configuration ran
 
 
 def test_a_small_space_with_a_value_that_fails_alone_is_measured_to_its_last_configuration(tmp_path):
