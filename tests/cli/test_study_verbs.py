@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import textwrap
+from pathlib import Path
 
 import optuna
 import pytest
@@ -30,11 +33,27 @@ def make(write_space, storage, name, parallelism, tps=50000, faster=60000):
     assert main(["run", "--space", str(space), "--storage", storage, "--no-preflight", "--quiet"]) == 0
 
 
-@pytest.fixture
-def two(write_space, storage):
+@pytest.fixture(scope="module")
+def two_built(tmp_path_factory) -> Path:
+    """The two studies, run once for the module (the tests only read them, or change a copy)."""
+    base = tmp_path_factory.mktemp("two")
+
+    def write_space(text: str, name: str) -> Path:
+        path = base / name
+        path.write_text(textwrap.dedent(text))
+        return path
+
+    storage = f"sqlite:///{base}/studies/flagopt.db"
     make(write_space, storage, "toy-pp2", "PP=2")
     make(write_space, storage, "toy-fsdp", "FSDP=8", tps=40000, faster=40000)
-    return storage
+    return base / "studies"
+
+
+@pytest.fixture
+def two(two_built, tmp_path):
+    """A test's own copy of the two studies (the storage and the study folders beside it, which delete removes)."""
+    shutil.copytree(two_built, tmp_path / "studies")
+    return f"sqlite:///{tmp_path}/studies/flagopt.db"
 
 
 def test_studies_lists_each_with_verdict_runs_and_best(two, capsys):

@@ -5,20 +5,36 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import run
+from tests.hardening.conftest import S0, run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def study(space, tmp_path) -> list[str]:
-    storage = f"sqlite:///{tmp_path}/studies/flagopt.db"
-    assert run(space, storage, "--trials", "2") == 0
+@pytest.fixture(scope="module")
+def s0_study(tmp_path_factory) -> list[str]:
+    """One two-run study for the module: the verbs only read it."""
+    folder = tmp_path_factory.mktemp("s0")
+    with pytest.MonkeyPatch.context() as mp:  # as the `space` fixture sets up a test
+        mp.chdir(folder)
+        mp.delenv("FLAGOPT_ARTIFACTS", raising=False)
+        mp.delenv("FLAGOPT_STORAGE", raising=False)
+        space = folder / "s0.yaml"
+        space.write_text(textwrap.dedent(S0))
+        storage = f"sqlite:///{folder}/studies/flagopt.db"
+        assert run(space, storage, "--trials", "2") == 0
     return ["--storage", storage]
+
+
+@pytest.fixture
+def study(s0_study, monkeypatch) -> list[str]:
+    monkeypatch.delenv("FLAGOPT_ARTIFACTS", raising=False)  # the verbs run in the environment `space` gives a test
+    monkeypatch.delenv("FLAGOPT_STORAGE", raising=False)
+    return s0_study
 
 
 def flagopt(*argv: str, stdout) -> subprocess.Popen:
