@@ -139,10 +139,11 @@ class Stopping:
                 # Only a space measured to its last configuration says that of everything it can set: elsewhere the
                 # finding is about what ran (rand-below-11: a +4 % best whose settings pay only together never ran).
                 whole = 0 < size and size + len(space.profiles) <= measured
-                of = f"{size:,.0f}" if math.isfinite(size) else "a continuum of"
+                of = "" if size <= 0 else f" (of {size:,.0f} the space can set)" if math.isfinite(size) \
+                    else " (the space can set a continuum)"
                 tail = doubt or ("keep the deployed configuration: nothing the space can set is worth deploying" if whole
-                                 else f"keep the deployed configuration: none of the {measured} configurations measured "
-                                 f"(of {of} the space can set) is worth deploying")
+                                 else f"keep the deployed configuration: none of the {measured} configurations "
+                                 f"measured{of} is worth deploying")
                 return Verdict("null", f"{found}; {tail}", tried=tried, noise=noise)
         return None
 
