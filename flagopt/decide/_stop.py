@@ -121,7 +121,8 @@ class Stopping:
         blames = self.blames(records)
         size = design.configurations(space.params, self.deployed, excluded=excluded_by(blames))
         measured = sum(1 for a in distinct if a.kind != NO_ENV)
-        if (len(distinct) >= stop.max_null or 0 < size and size + len(space.profiles) <= measured) and not self.candidates(arms, ()) \
+        whole = 0 < size and size + len(space.profiles) <= measured  # every configuration it can set was measured
+        if (len(distinct) >= stop.max_null or whole) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain) \
                 and not self.balanced_pending(records, arms) \
                 and self.context_swap(arms, blames, records) is None:
@@ -138,7 +139,6 @@ class Stopping:
                                            confidence=space.noise.confidence)
                 # Only a space measured to its last configuration says that of everything it can set: elsewhere the
                 # finding is about what ran (rand-below-11: a +4 % best whose settings pay only together never ran).
-                whole = 0 < size and size + len(space.profiles) <= measured
                 of = "" if size <= 0 else f" (of {size:,.0f} the space can set)" if math.isfinite(size) \
                     else " (the space can set a continuum)"
                 tail = doubt or ("keep the deployed configuration: nothing the space can set is worth deploying" if whole

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import textwrap
 from pathlib import Path
 
 import optuna
@@ -14,6 +13,7 @@ import pytest
 
 from flagopt.cli import VERBS, build_parser, main
 from flagopt.study import load_study, study_folder
+from tests.cli.conftest import space_writer
 
 SPACE = """
     name: {name}
@@ -37,15 +37,9 @@ def make(write_space, storage, name, parallelism, tps=50000, faster=60000):
 def two_built(tmp_path_factory) -> Path:
     """The two studies, run once for the module (the tests only read them, or change a copy)."""
     base = tmp_path_factory.mktemp("two")
-
-    def write_space(text: str, name: str) -> Path:
-        path = base / name
-        path.write_text(textwrap.dedent(text))
-        return path
-
     storage = f"sqlite:///{base}/studies/flagopt.db"
-    make(write_space, storage, "toy-pp2", "PP=2")
-    make(write_space, storage, "toy-fsdp", "FSDP=8", tps=40000, faster=40000)
+    make(space_writer(base), storage, "toy-pp2", "PP=2")
+    make(space_writer(base), storage, "toy-fsdp", "FSDP=8", tps=40000, faster=40000)
     return base / "studies"
 
 

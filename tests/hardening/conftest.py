@@ -16,14 +16,19 @@ S0 = """
 """
 
 
-@pytest.fixture
-def space(tmp_path: Path, monkeypatch) -> Path:
-    monkeypatch.chdir(tmp_path)
+def s0_space(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """S0 written to ``folder``, run from there, with no storage or artifacts folder taken from the environment."""
+    monkeypatch.chdir(folder)
     monkeypatch.delenv("FLAGOPT_ARTIFACTS", raising=False)
     monkeypatch.delenv("FLAGOPT_STORAGE", raising=False)
-    path = tmp_path / "s0.yaml"
+    path = folder / "s0.yaml"
     path.write_text(textwrap.dedent(S0))
     return path
+
+
+@pytest.fixture
+def space(tmp_path: Path, monkeypatch) -> Path:
+    return s0_space(tmp_path, monkeypatch)
 
 
 def run(space: Path, storage: str, *extra: str) -> int:

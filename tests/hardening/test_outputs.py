@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.hardening.conftest import S0, run
+from tests.hardening.conftest import run, s0_space
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,11 +19,7 @@ def s0_study(tmp_path_factory) -> list[str]:
     """One two-run study for the module: the verbs only read it."""
     folder = tmp_path_factory.mktemp("s0")
     with pytest.MonkeyPatch.context() as mp:  # as the `space` fixture sets up a test
-        mp.chdir(folder)
-        mp.delenv("FLAGOPT_ARTIFACTS", raising=False)
-        mp.delenv("FLAGOPT_STORAGE", raising=False)
-        space = folder / "s0.yaml"
-        space.write_text(textwrap.dedent(S0))
+        space = s0_space(folder, mp)
         storage = f"sqlite:///{folder}/studies/flagopt.db"
         assert run(space, storage, "--trials", "2") == 0
     return ["--storage", storage]

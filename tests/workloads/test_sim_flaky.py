@@ -84,8 +84,9 @@ def test_a_study_records_each_launch_s_fault_with_its_class(tmp_path: Path) -> N
     from benchmarks._flagopt_run import run_flagopt
 
     land = load_landscape("flaky")
-    # Seed 3 draws sigterm_after at launch 10 and coordination_timeout at launch 19 (test_fault_draws_... pins the
-    # draws): 24 launches hold a benign exit and a failure the study must blame on the infrastructure.
+    # Seed 3 draws sigterm_after at launch 10 and coordination_timeout at launch 19
+    # (test_fault_draws_are_deterministic_and_near_the_declared_rates pins the draws): 24 launches hold a benign exit
+    # and a failure the study must blame on the infrastructure.
     choice = run_flagopt(land, 3, tmp_path / "study", max_trials=24)
     faults = choice.detail["faults"]
     assert any(f in ("nccl_init", "coordination_timeout", "hang") for f in faults), faults
