@@ -285,11 +285,11 @@ class Screen(Proposals):
         """Before any winner is confirmed: the best arm of several settings that could still become one.
 
         One whose mean of ``n`` runs is within ``sigma / sqrt(n)`` of the win bar: a real effect of the bar's size
-        measures at least that high five times out of six (:meth:`null_race_floor`'s rule, on the win bar). On one
-        run that is the bar less a sigma; on several, a mean that settled below the bar no longer holds back the
-        balanced screen (rand-win-12017: a +4.4 % combination stayed a contender over eight runs, the study ended on
-        `budget`, and no run set the two settings that pay +4.7 % together; with the screen's rows it won at +9.4 %
-        of a best +9.6 %).
+        measures at least that high five times out of six (the rule :meth:`null_race_floor` applies below
+        ``noise.min_runs``, here on the win bar and at every run count). On one run that is the bar less a sigma;
+        on several, a mean that settled below the bar no longer holds back the balanced screen (rand-win-12017: a
+        +4.4 % combination stayed a contender over eight runs, the study ended on `budget`, and no run set the two
+        settings that pay +4.7 % together; with the screen's rows it won at +9.4 % of a best +9.6 %).
         """
         win = self.space.stop.win
         multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2
