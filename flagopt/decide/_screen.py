@@ -293,7 +293,7 @@ class Screen(Proposals):
         """
         win = self.space.stop.win
         multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2
-                 and a.estimate.gain >= win - self._sigma / math.sqrt(a.n) and not informs_only(a, win)]
+                 and a.estimate.gain >= self.within_reach(win, a.n) and not informs_only(a, win)]
         return max(multi, key=lambda a: a.estimate.gain) if multi else None
 
     def single_setting_arms(self, arms: Sequence[Arm]) -> dict[str, dict[Any, Arm]]:
