@@ -4,6 +4,7 @@ fixed once its first row runs."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,7 +63,9 @@ class BalancedDesigns:
         mine = [r for r in records if r.attrs.get("design") == COMPANIONS and not r.stopped_with_driver]
         if len(mine) >= MAX_COMPANION_RUNS:
             return []
-        first = next((r.number for r in mine if _extends(self.space, r, base)), None)
+        # Its rows are labelled on top of the leader's (a row that swaps a rival value in does not extend ``base``).
+        on_top = f"{leader.label} + companions "
+        first = next((r.number for r in mine if r.profile.startswith(on_top) or _extends(self.space, r, base)), None)
 
         def draw(drawn_from: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
             return self.design_rows(drawn_from, base, blames, earlier, label=COMPANIONS)
@@ -91,13 +94,36 @@ class BalancedDesigns:
             self._designs[label] = (key, first, rows)
         return rows
 
+    def rival_values(self, model: EffectsModel, base: dict[str, Any],
+                     blames: Sequence[Blame]) -> list[tuple[str, Any]]:
+        """Each param ``base`` sets, with its best other value that some run set, where the runs do not rule that
+        value out against ``base``'s (within ``COMPANION_SE`` standard errors of the difference): closest first.
+
+        A row that sets it swaps it in for ``base``'s value; the deployed value is the drop-one variants' question.
+        """
+        names = {p.name for p in self.space.params}
+        rivals = []
+        for name, value in base.items():
+            if name not in names:
+                continue
+            own, own_se = model.effect(name, value)
+            others = [(*model.effect(name, v), v) for v in model.values.get(name, ())
+                      if v != value and blamed_by(blames, {**base, name: v}) is None]
+            if not others:
+                continue
+            effect, se, rival = max(others, key=lambda o: (round(o[0], 9), str(o[2])))
+            if effect + COMPANION_SE * math.hypot(se, own_se) >= own:
+                rivals.append((round(own - effect, 9), name, rival))
+        return [(name, rival) for _, name, rival in sorted(rivals, key=lambda r: (r[0], r[1]))]
+
     def design_rows(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                     records: Sequence[RunRecord], *, label: str) -> list[tuple[dict[str, Any], int]]:
         """The rows of a two-level balanced design on top of ``base`` (see :meth:`companion_rows`) over the params
         ``base`` does not set whose best value is not ruled out (``SCREEN_SE`` or ``COMPANION_SE``; for a winner's
-        companions, the catalog profiles' own settings too), and in the
-        design's spare columns those that lost less than ``stop.null_gain`` alone, each at that value or left
-        deployed; empty once the study ran ``MAX_COMPANION_RUNS`` runs of design ``label``."""
+        companions, the catalog profiles' own settings too), and in the design's spare columns (for a winner's
+        companions, first its tied rival values, :meth:`rival_values`) those that lost less than
+        ``stop.null_gain`` alone, each at that value or left deployed; empty once the study ran
+        ``MAX_COMPANION_RUNS`` runs of design ``label``."""
         if sum(1 for r in records if r.attrs.get("design") == label and not r.stopped_with_driver) \
                 >= MAX_COMPANION_RUNS:
             return []
@@ -120,6 +146,12 @@ class BalancedDesigns:
         # alone. A row costs the same with them, and only a row that sets both halves of a pair that pays together
         # can show it (pair-3009: double buffering, -0.8 +- 0.3 % alone, was ruled out by a hair, and the study
         # ended `null` on a +8 % pair).
+        if own:
+            # The spare columns first swap in a rival value of a setting the winner carries that the runs cannot tell
+            # from its own: that value may be the half of a pair that pays only with a companion (rand-win-12009:
+            # the winner carried NCCL_PROTO=LL128, a lucky tie with Simple, and double buffering pays +5.9 % with
+            # Simple alone; no run set the two together and the study ended 6.4 points short of the best).
+            factors += self.rival_values(model, base, blames)[:size - 1 - len(factors)]
         factors += [(name, value) for effect, _, name, value in allowed if (name, value) not in factors
                     and effect > -self.space.stop.null_gain][:size - 1 - len(factors)]
         signs = hadamard(size)[:, 1:len(factors) + 1]

@@ -11,7 +11,8 @@
   in one probe each, by noise, and Tree was worth 1.9 points more); once a study for one they show clearly worse
   alone (rand-win-3021: NVLS, 0 alone, +10 % with double buffering), also before any contender (rand-win-2000).
 * the winner's companions not ruled out run in a balanced two-level design on top of it, so every run informs
-  each of them (one add-one run per companion told +0.3-0.8 % settings apart no better than their probes did).
+  each of them (one add-one run per companion told +0.3-0.8 % settings apart no better than their probes did); its
+  spare columns swap in a rival value of a setting the winner carries by a tie (rand-win-12009).
 """
 
 from __future__ import annotations
@@ -294,6 +295,42 @@ def test_the_companion_design_is_drawn_once_and_a_resumed_study_draws_the_same(t
     assert len(expected) == 8 and expected[0] == {"pipe", "rs", "ar", "p2p"}
     rows, combined = rows_of(disturb=True)
     assert set(rows) <= set(expected) and set(rows) | combined == set(expected)
+
+
+def test_the_companion_design_swaps_in_a_rival_value_the_winner_carries_by_a_tie(tmp_path):
+    """The winner carries NCCL_PROTO=LL128, whose probe beat Simple's by 0.2 % under 1 % noise; two companions are
+    not ruled out. The 4-run design's spare column swaps Simple in: one row sets Simple with both companions, one
+    Simple alone (a pair that pays only with Simple is set at last: rand-win-12009 ended 6.4 points short of the
+    best without it). Overlap 2, 3.6 % behind the winner's 4, is ruled out and swapped in no row."""
+    path = tmp_path / "m.yaml"
+    path.write_text(textwrap.dedent(COMPANIONS.replace("choices: [Simple]", "choices: [LL128, Simple]")))
+    space = load_space(path)
+    winner = {"overlap": 4, "proto": "LL128"}
+    runs = [({}, 100.0, "probe", "probe"), ({"overlap": 2}, 101.0, "probe", "probe"),
+            ({"overlap": 3}, 96.0, "probe", "probe"), ({"overlap": 4}, 104.6, "probe", "probe"),
+            ({"proto": "LL128"}, 102.0, "probe", "probe"), ({"proto": "Simple"}, 101.8, "probe", "probe"),
+            ({}, 100.1, "probe", "probe"), ({"pipe": True}, 100.3, "probe", "probe"),
+            ({"rs": True}, 99.8, "probe", "probe"), ({"ar": True}, 94.0, "probe", "probe")]
+    runs += [(winner, 107.0, "combination", "probe")] + [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)]
+    runs.append(({}, 99.9, "probe", "probe"))
+    records = [run(space, i, settings, value, design=design, kind=kind)
+               for i, (settings, value, design, kind) in enumerate(runs)]
+    planner = Planner(space)
+    planner._sigma = 0.01
+    rows = []
+    for _ in range(5):
+        planner._model = planner.model(records)
+        arms = arms_of(records, space.noise)
+        leader = planner.leader(arms)
+        assert leader is not None and settings_of_record(space, leader.first.attrs["settings"]) == winner
+        step = planner.next_screen(records, arms, [], leader)
+        if step is None or step[2] != "companions":
+            break
+        settings = settings_of_record(space, step[0].settings())
+        assert settings["overlap"] == 4
+        rows.append((settings["proto"], sorted(n for n in settings if n not in winner)))
+        records.append(run(space, len(records), settings, 107.0, design="companions"))
+    assert sorted(rows) == [("LL128", ["pipe"]), ("LL128", ["rs"]), ("Simple", []), ("Simple", ["pipe", "rs"])]
 
 
 @pytest.mark.parametrize(("probes", "best"), [({2: 100.1, 3: 106.0, 4: 76.0}, 3), ({2: 103.0, 3: 103.4, 4: 96.0}, 2)])
