@@ -227,24 +227,30 @@ def test_the_winner_s_companions_run_in_a_balanced_design_on_top_of_it(tmp_path)
     out) and -6 % (ruled out). The two not ruled out run in the rows of a 4-run two-level design on top of the
     winner (both, each alone; the row with neither is the winner itself), the one ruled out in none."""
     space, runs = companions_history(tmp_path, {"pipe": 100.3, "rs": 99.8, "ar": 94.0})
+    rows, complete = companion_design(space, runs, WINNER, limit=4)
+    assert sorted(sorted(set(row) - set(WINNER)) for row in rows) == [["pipe"], ["pipe", "rs"], ["rs"]]
+    assert complete  # the design is complete; the pooled effects decide the rest
+
+
+def companion_design(space, runs, winner, *, limit):
+    """Run the companion design the planner proposes on top of ``winner`` after ``runs`` (each row measured like the
+    winner), at most ``limit`` rows: the rows' settings, and whether the design was complete within them."""
     records = [run(space, i, settings, value, design=design, kind=kind)
                for i, (settings, value, design, kind) in enumerate(runs)]
     planner = Planner(space)
     planner._sigma = 0.01
     rows = []
-    for _ in range(4):
+    for _ in range(limit + 1):
         planner._model = planner.model(records)
         arms = arms_of(records, space.noise)
         leader = planner.leader(arms)
-        assert leader is not None
+        assert leader is not None and settings_of_record(space, leader.first.attrs["settings"]) == winner
         step = planner.next_screen(records, arms, [], leader)
         if step is None or step[2] != "companions":
-            break
-        settings = settings_of_record(space, step[0].settings())
-        rows.append(sorted(set(settings) - set(WINNER)))
-        records.append(run(space, len(records), settings, 107.0, design="companions"))
-    assert sorted(rows) == [["pipe"], ["pipe", "rs"], ["rs"]]
-    assert step is None or step[2] != "companions"  # the design is complete; the pooled effects decide the rest
+            return rows, True
+        rows.append(settings_of_record(space, step[0].settings()))
+        records.append(run(space, len(records), rows[-1], 107.0, design="companions"))
+    return rows[:limit], False
 
 
 
@@ -313,24 +319,10 @@ def test_the_companion_design_swaps_in_a_rival_value_the_winner_carries_by_a_tie
             ({"rs": True}, 99.8, "probe", "probe"), ({"ar": True}, 94.0, "probe", "probe")]
     runs += [(winner, 107.0, "combination", "probe")] + [(winner, v, "", "repeat") for v in (106.8, 107.2, 106.9)]
     runs.append(({}, 99.9, "probe", "probe"))
-    records = [run(space, i, settings, value, design=design, kind=kind)
-               for i, (settings, value, design, kind) in enumerate(runs)]
-    planner = Planner(space)
-    planner._sigma = 0.01
-    rows = []
-    for _ in range(5):
-        planner._model = planner.model(records)
-        arms = arms_of(records, space.noise)
-        leader = planner.leader(arms)
-        assert leader is not None and settings_of_record(space, leader.first.attrs["settings"]) == winner
-        step = planner.next_screen(records, arms, [], leader)
-        if step is None or step[2] != "companions":
-            break
-        settings = settings_of_record(space, step[0].settings())
-        assert settings["overlap"] == 4
-        rows.append((settings["proto"], sorted(n for n in settings if n not in winner)))
-        records.append(run(space, len(records), settings, 107.0, design="companions"))
-    assert sorted(rows) == [("LL128", ["pipe"]), ("LL128", ["rs"]), ("Simple", []), ("Simple", ["pipe", "rs"])]
+    rows, complete = companion_design(space, runs, winner, limit=4)
+    assert complete and all(row["overlap"] == 4 for row in rows)
+    assert sorted((row["proto"], sorted(n for n in row if n not in winner)) for row in rows) \
+        == [("LL128", ["pipe"]), ("LL128", ["rs"]), ("Simple", []), ("Simple", ["pipe", "rs"])]
 
 
 @pytest.mark.parametrize(("probes", "best"), [({2: 100.1, 3: 106.0, 4: 76.0}, 3), ({2: 103.0, 3: 103.4, 4: 96.0}, 2)])
