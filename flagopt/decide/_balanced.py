@@ -63,8 +63,8 @@ class BalancedDesigns:
         mine = [r for r in records if r.attrs.get("design") == COMPANIONS and not r.stopped_with_driver]
         if len(mine) >= MAX_COMPANION_RUNS:
             return []
-        # Its rows are labelled on top of the leader's (a row that swaps a rival value in does not extend ``base``).
-        on_top = f"{leader.label} + companions "
+        # A row is known by its label (one that swaps a rival value in does not extend ``base``).
+        on_top = companion_label(leader.label)
         first = next((r.number for r in mine if r.profile.startswith(on_top) or _extends(self.space, r, base)), None)
 
         def draw(drawn_from: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
@@ -156,6 +156,18 @@ class BalancedDesigns:
                     and effect > -self.space.stop.null_gain][:size - 1 - len(factors)]
         signs = hadamard(size)[:, 1:len(factors) + 1]
         return [({n: v for (n, v), sign in zip(factors, row) if sign > 0}, size) for row in signs]
+
+
+def companion_label(leader_label: str, row: int | None = None, size: int = 0, settings: str = "") -> str:
+    """The label of row ``row`` (from 0) of a design of ``size`` rows on top of the winner ``leader_label`` that sets
+    ``settings``; without ``row``, what every row's label begins with.
+
+    Example:
+        >>> companion_label("Tree", 0, 4, "pipe=True")
+        'Tree + companions 1/4: pipe=True'
+    """
+    prefix = f"{leader_label} + companions "
+    return prefix if row is None else f"{prefix}{row + 1}/{size}: {settings}"
 
 
 def informs_only(arm: Arm, win: float) -> bool:

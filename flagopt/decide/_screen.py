@@ -8,7 +8,7 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
-from flagopt.decide._balanced import BALANCED, COMPANIONS, informs_only
+from flagopt.decide._balanced import BALANCED, COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, asked_before, settings_set
@@ -158,9 +158,8 @@ class Screen(Proposals):
             rows = self.companion_rows(model, leader, blames, records)
             base = design.settings_of_record(space, leader.first.attrs.get("settings") or {}) if rows else {}
             for i, (extra, size) in enumerate(rows):
-                config = fresh({**base, **extra},
-                               f"{leader.label} + companions {i + 1}/{size}: " + ", ".join(
-                                   design.setting_label(n, v) for n, v in extra.items()))
+                config = fresh({**base, **extra}, companion_label(leader.label, i, size, ", ".join(
+                    design.setting_label(n, v) for n, v in extra.items())))
                 if config is not None:
                     return config, f"a balanced design of the companions of {leader.label}", COMPANIONS
         anchor = leader or self.contender(arms)

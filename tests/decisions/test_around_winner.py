@@ -234,7 +234,8 @@ def test_the_winner_s_companions_run_in_a_balanced_design_on_top_of_it(tmp_path)
 
 def companion_design(space, runs, winner, *, limit):
     """Run the companion design the planner proposes on top of ``winner`` after ``runs`` (each row measured like the
-    winner), at most ``limit`` rows: the rows' settings, and whether the design was complete within them."""
+    winner), at most ``limit`` rows and one more: the rows' settings, and whether the design was complete within
+    ``limit``."""
     records = [run(space, i, settings, value, design=design, kind=kind)
                for i, (settings, value, design, kind) in enumerate(runs)]
     planner = Planner(space)
@@ -250,7 +251,7 @@ def companion_design(space, runs, winner, *, limit):
             return rows, True
         rows.append(settings_of_record(space, step[0].settings()))
         records.append(run(space, len(records), rows[-1], 107.0, design="companions"))
-    return rows[:limit], False
+    return rows, False
 
 
 
