@@ -12,8 +12,8 @@ from flagopt.decide._balanced import BALANCED, COMPANIONS, companion_label, info
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, asked_before, settings_set
-from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_REST, better_values, profile_add_one,
-                                      profile_without_failures, profile_without_harm)
+from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one,
+                                      profile_drop_one, profile_without_failures, profile_without_harm)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -129,6 +129,9 @@ class Screen(Proposals):
         if pending and not ahead:
             return None  # the combination waits for every probe's result
         model = self._model
+        # After the probes: what they measure alone lets the rules above explain a profile's cost first.
+        if (rest := profile_drop_one(space, records, arms, self._sigma, tried)) and (config := fresh(*rest)) is not None:
+            return config, "a catalog profile far below the deployed job, without one of its settings", PROFILE_DROP
         mended = self.mend_failed(records, in_flight, blames, model)
         if mended is not None:
             return mended

@@ -5,9 +5,10 @@ with the params that measured well alone, whatever an additive model predicts fo
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
-from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_REST, better_values, profile_add_one
+from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one
 from flagopt.space import load_space
 from tests.decisions.records import run
 
@@ -187,3 +188,49 @@ def test_a_recipe_setting_that_costs_little_alone_stays_in_it(tmp_path):
                run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 99.0), run(space, 5, {}, 99.9)]
     step = next_step(space, records)
     assert step is None or step[2] != PROFILE_REST
+
+
+def with_three_settings(tmp_path):
+    """The space with a recipe of three settings: its own triton_gemm=false, the all-gather and NCCL_PROTO=LL."""
+    path = tmp_path / "three.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace(
+        "recipe: {xla: {xla_gpu_enable_triton_gemm: false, xla_gpu_enable_pipelined_all_gather: true}}",
+        "recipe: {xla: {xla_gpu_enable_triton_gemm: false, xla_gpu_enable_pipelined_all_gather: true}, "
+        "env: {NCCL_PROTO: LL}}"))
+    return load_space(path)
+
+
+def test_a_recipe_far_below_the_deployed_job_runs_without_each_of_its_settings_once(tmp_path):
+    space = with_three_settings(tmp_path)
+    # the recipe measured 30 % slower, while its params each measured fine alone: two of its settings conflict
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 70.0), profile_run(space, 2, "ll", 101.5),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 102.0), run(space, 5, {"c": "Simple"}, 100.5),
+               run(space, 6, {}, 99.9)]
+    recipe = {OWN: False, "a": True, "c": "LL"}
+    for number, dropped in enumerate(sorted(recipe), start=7):
+        config, reason, kind = next_step(space, records)
+        assert kind == PROFILE_DROP and "far below" in reason
+        assert config.profile == f"recipe without {dropped}"
+        rest = {n: v for n, v in recipe.items() if n != dropped}
+        assert settings_of_record(space, config.settings()) == rest
+        records.append(replace(run(space, number, rest, 71.0 if dropped != "a" else 108.0, design=PROFILE_DROP),
+                               profile=config.profile))
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_DROP  # each setting once
+
+
+def test_a_recipe_whose_cost_one_setting_explains_runs_only_without_that_one(tmp_path):
+    space = with_three_settings(tmp_path)
+    # -19 %: far below, but the pipelined all-gather cost 20 % alone, and the recipe ran without it
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 81.0), profile_run(space, 2, "ll", 100.2),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 80.0), run(space, 5, {}, 99.9),
+               run(space, 6, {"c": "Simple"}, 100.5),
+               replace(run(space, 7, {OWN: False, "c": "LL"}, 101.0, design=PROFILE_REST), profile="recipe without a")]
+    step = next_step(space, records)
+    assert step is None or step[2] not in (PROFILE_REST, PROFILE_DROP)
+    # a recipe a few points low is within a drifting job's reach: no drop-ones either
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 97.0), profile_run(space, 2, "ll", 100.2),
+               run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 101.0), run(space, 5, {"c": "Simple"}, 100.5),
+               run(space, 6, {}, 99.9)]
+    step = next_step(space, records)
+    assert step is None or step[2] != PROFILE_DROP
