@@ -1,5 +1,6 @@
 """A catalog profile as a starting point: a recipe that failed, run without the settings that fail alone; a recipe
-with the params the effects model says could still be added to it (statistics.md §10).
+far below the deployed job, run without each of its settings in turn; a recipe with the params the effects model says
+could still be added to it (statistics.md §10).
 
 A published recipe carries settings the search space does not offer (``target:key`` in the engine's vocabulary),
 some of which pay only inside it (the 2×H200 job of issue 25: triton_gemm=false cost 1.7 points alone and paid in
@@ -119,8 +120,8 @@ def profile_drop_one(space: Space, records: Sequence[RunRecord], arms: Sequence[
     An engineer whose recipe came out 31 % slower while each of its settings measured fine alone has found a
     conflict between two of them, and drops them one at a time: rand-recipe-22017's recipe (its own
     rematerialization setting, double buffering, the pipelined all-gather) measured -31 %, the pipelined all-gather
-    and double buffering +4.9 and +3.1 % alone; without the all-gather it is +10.5 %, the best but one, and no run
-    of the study set it (it ended `null`). A good drop-one is a base the model's additions start from
+    and double buffering +4.9 and +3.1 % alone; without the all-gather it is +10.5 % (the best +10.7 %), and no
+    run of the study set it (it ended `null`). A good drop-one is a base the model's additions start from
     (:func:`profile_add_one`). Measured in docs/benchmark-decisions.md (fortieth-session note).
     """
     explained = asked_before(PROFILE_REST, records)
