@@ -33,6 +33,23 @@ MAX_GRID = 6
 #: A numeric range wider than this many octaves is screened every two octaves, then refined around the best.
 WIDE_OCTAVES = 8.0
 _TARGET_PART = {"xla": "xla", "libtpu": "libtpu", "env": "env", "arg": "args"}
+#: A measurement this many run-noise sigmas, and at least ``CLEAR_DROP_MIN``, below the deployed job is clearly below
+#: it (:func:`clear_drop`). A smaller drop is within a drifting job's reach (null-1042: a threshold probe 2.9 % low
+#: under 3 % drift started a refinement, a combination and a false budget claim).
+CLEAR_DROP_SIGMAS = 3.0
+CLEAR_DROP_MIN = 0.05
+
+
+def clear_drop(sigma: float) -> float:
+    """How far below the deployed job a measurement must be to be clearly below it, for run noise ``sigma``: the
+    bar of a param whose response is curved around its deployed value, and of a catalog profile run without each of
+    its settings.
+
+    Example:
+        >>> clear_drop(0.01), clear_drop(0.03)
+        (0.05, 0.09)
+    """
+    return max(CLEAR_DROP_SIGMAS * sigma, CLEAR_DROP_MIN)
 
 
 def deployed_values(space: Space, default_of: Callable[[str], Any] | None = None) -> dict[str, str | None]:

@@ -40,12 +40,6 @@ PROFILE_DROP = "profile-drop-one"
 #: At most this many profiles a study start a profile add-one, the best measured first: the shipped catalog spaces
 #: offer up to four profiles with settings of their own, and each is one more run of the budget.
 MAX_PROFILE_STARTS = 2
-#: A catalog profile whose runs measured this far below the deployed job, and ``FAR_BELOW_SIGMAS`` run-noise sigmas,
-#: is run without each of its settings in turn (:func:`profile_drop_one`): further than drift and noise reach (a
-#: probe 2.9 % low under 3 % drift, null-1042), where a published recipe only lands through a setting that conflicts
-#: with another on this job.
-FAR_BELOW = 0.05
-FAR_BELOW_SIGMAS = 3.0
 #: A profile's param value is dropped from it when its pooled effect is this many standard errors below a loss of
 #: ``stop.null_gain`` (:func:`profile_without_harm`): only a clear cost, not a setting that pays only in company.
 HARM_SE = 2.0
@@ -113,9 +107,10 @@ def profile_without_harm(space: Space, records: Sequence[RunRecord], model: Effe
 
 def profile_drop_one(space: Space, records: Sequence[RunRecord], arms: Sequence[Arm], sigma: float,
                      tried: set[str]) -> tuple[dict[str, Any], str] | None:
-    """A measured catalog profile far below the deployed job (``FAR_BELOW``) whose cost no rule above explained (no
-    run of it without a failing or costly setting was asked): its settings without the next one of them, in name
-    order, and a label; ``None`` when there is none left to run.
+    """A measured catalog profile clearly below the deployed job (:func:`~flagopt.decide._design.clear_drop`: further
+    than drift and noise reach) whose cost no rule above explained (no run of it without a failing or costly setting
+    was asked): its settings without the next one of them not ``tried``, in name order, and a label; ``None`` when
+    there is none left to run.
 
     An engineer whose recipe came out 31 % slower while each of its settings measured fine alone has found a
     conflict between two of them, and drops them one at a time: rand-recipe-22017's recipe (its own
@@ -125,17 +120,14 @@ def profile_drop_one(space: Space, records: Sequence[RunRecord], arms: Sequence[
     (:func:`profile_add_one`). Measured in docs/benchmark-decisions.md (fortieth-session note).
     """
     explained = asked_before(PROFILE_REST, records)
-    asked = set(asked_before(PROFILE_DROP, records))
-    bar = -max(FAR_BELOW, FAR_BELOW_SIGMAS * sigma)
     for arm in arms:
-        if arm.first.kind != "profile" or arm.estimate is None or arm.estimate.gain > bar:
+        if arm.first.kind != "profile" or arm.estimate is None or arm.estimate.gain > -design.clear_drop(sigma):
             continue
         settings = design.settings_of_record(space, arm.first.attrs.get("settings") or {})
         if len(settings) < 2 or any(a.startswith(f"{arm.label} without ") for a in explained):
             continue  # a setting that fails or costs alone explained it (profile_without_failures, _harm)
-        for name in sorted(settings):
-            if f"{arm.label} without {name}" not in asked \
-                    and (found := _without(space, arm.label, settings, [name], tried)) is not None:
+        for name in sorted(settings):  # a drop-one asked before is tried: its configuration ran
+            if (found := _without(space, arm.label, settings, [name], tried)) is not None:
                 return found
     return None
 

@@ -35,13 +35,6 @@ def dropped_before(records: Sequence[RunRecord], in_flight: Sequence[Plan] = ())
             if label.startswith(DROPPED)}
 
 
-#: A numeric param whose deployed value measured best is refined toward its better neighbour when one of its values
-#: measured this many run-noise sigmas, and at least ``CURVED_MIN_DROP``, below the deployed job: the param matters,
-#: and its response is curved there. A smaller drop is within a drifting job's reach (null-1042: a threshold probe
-#: 2.9 % low under 3 % drift started a refinement, a combination and a false budget claim).
-CURVED_SIGMAS = 3.0
-CURVED_MIN_DROP = 0.05
-
 
 class Screen(Proposals):
     """Part of :class:`~flagopt.decide.Planner`: the next configuration of the screen."""
@@ -111,8 +104,10 @@ class Screen(Proposals):
             stands_out = max(measured.values()) >= max(self._sigma, space.noise.min_effect / 2.0)
             # The deployed value measured best among values that clearly matter (a microbatch count between a large
             # bubble and a large overhead): the peak may lie between it and its better neighbour, worth one run.
-            drop = max(CURVED_SIGMAS * self._sigma, CURVED_MIN_DROP)
-            curved = min(measured.values()) < -drop and self.deployed.get(param.name) is not None
+            # A numeric param whose deployed value measured best is refined toward its better neighbour when one of
+            # its values measured clearly below the deployed job: the param matters, its response is curved there.
+            curved = min(measured.values()) < -design.clear_drop(self._sigma) \
+                and self.deployed.get(param.name) is not None
             if not (stands_out or curved):
                 continue
             # a grid point that failed (an OOM cliff) is a neighbour too: the optimum often sits right below it
