@@ -114,16 +114,21 @@ def _targets_table(title: str, checks: Sequence[TargetCheck]) -> Table:
     return targets
 
 
+#: What the named landscapes are called in the tables when no landscapes file of one's own is given.
+SHIPPED = "shipped landscapes"
+
+
 def rich_tables(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Sequence[TargetCheck],
-                held_checks: Sequence[TargetCheck]) -> list[Table]:
-    """The terminal view: results and targets, shipped landscapes and held-out families apart."""
+                held_checks: Sequence[TargetCheck], *, source: str = SHIPPED) -> list[Table]:
+    """The terminal view: results and targets, named landscapes (``source``: the shipped ones, or a file's) and
+    held-out families apart."""
     out = []
     if shipped:
-        out.append(_results_table("Decisions on the shipped landscapes", shipped))
+        out.append(_results_table(f"Decisions on the {source}", shipped))
     if held_out:
         out.append(_results_table("Decisions on held-out random landscapes (one per seed)", held_out))
     if checks:
-        out.append(_targets_table("Targets (flagopt, shipped landscapes)", checks))
+        out.append(_targets_table(f"Targets (flagopt, {source})", checks))
     if held_checks:
         out.append(_targets_table("Targets (flagopt, held-out families)", held_checks))
     return out
@@ -153,8 +158,10 @@ def kept_notes(previous: str) -> str:
 
 def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Sequence[TargetCheck],
              held_checks: Sequence[TargetCheck], meta: dict[str, Any], landscapes: dict[str, str],
-             notes_run: Sequence[str] = (), previous: str = "") -> str:
-    """The write-up: how it was run, the tables, the targets, and the notes kept from ``previous``."""
+             notes_run: Sequence[str] = (), previous: str = "", *, source: str = SHIPPED,
+             file: str = "flagopt/workloads/landscapes.yaml") -> str:
+    """The write-up: how it was run, the tables, the targets, and the notes kept from ``previous``; the named
+    landscapes are ``source`` (the shipped ones, or those of ``file``)."""
     kept = _NOTES.search(previous)
     notes = kept.group(0) if kept else "<!-- notes -->\n<!-- /notes -->"
     parts = [
@@ -168,7 +175,7 @@ def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Se
             *((("skipped", n) for n in notes_run)),
         ]),
         "## Landscapes",
-        markdown_table(("landscape", "truth model (flagopt/workloads/landscapes.yaml)"), list(landscapes.items())),
+        markdown_table(("landscape", f"truth model ({file})"), list(landscapes.items())),
         "Held-out landscapes (not shipped; `benchmarks/_random_landscapes.py`, one per seed): `rand-win` (true best "
         ">= +6 %), `rand-below` (true best +2.5..+4.5 %), `rand-null` (every effect below 0.3 %); `rand-recipe` (a "
         "rand-win draw with a recipe profile, settings only it sets, and a communication pool); a family named "
@@ -177,7 +184,7 @@ def markdown(shipped: Sequence[Summary], held_out: Sequence[Summary], checks: Se
         "\n".join(STRATEGY_TEXT),
     ]
     if shipped:
-        parts += ["## Results: shipped landscapes", markdown_table(COLUMNS, rows(shipped))]
+        parts += [f"## Results: {source}", markdown_table(COLUMNS, rows(shipped))]
     if held_out:
         parts += ["## Results: held-out random landscapes", markdown_table(COLUMNS, rows(held_out))]
     parts.append(METRIC_TEXT)

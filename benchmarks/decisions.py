@@ -4,6 +4,7 @@ Usage:
     python benchmarks/decisions.py --seeds 30 --null-seeds 50 --jobs 2 [--landscapes win10 null] [--families rand-win]
                                    [--strategies flagopt tpe] [--out docs/benchmark-decisions.md]
     python benchmarks/decisions.py --quick          # flagopt alone, 3 seeds, shipped landscapes: for iteration
+    python benchmarks/decisions.py --landscape-file my_jobs.yaml   # your own landscapes (landscapes.yaml's schema)
 
 Every strategy runs on the same simulated landscapes (``flagopt/workloads/landscapes.yaml``: drift by launch
 index, run noise, OOM regions, flaky infrastructure) and on held-out random landscapes this project does not ship
@@ -50,19 +51,22 @@ from benchmarks._baselines import (  # noqa: E402
     tpe_with_repeats,
 )
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
-from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
+from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
+from benchmarks._metrics import (  # noqa: E402
+    SeedResult,
+    check_targets,
+    is_flagopt,
+    repeated_failures,
+    summarise,
+)
 from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
-from benchmarks._write import markdown, rich_tables, write_markdown  # noqa: E402
+from benchmarks._write import SHIPPED, markdown, rich_tables, write_markdown  # noqa: E402
 from benchmarks._spaces import write_space  # noqa: E402
 from flagopt.errors import SpaceError  # noqa: E402
 from flagopt.space import StopSpec  # noqa: E402
-from flagopt.workloads.sim import Landscape, load_landscape  # noqa: E402
+from flagopt.workloads.sim import LANDSCAPES as SHIPPED_FILE, Landscape, load_landscape  # noqa: E402
 from flagopt.space import render_value  # noqa: E402
 
-LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5",
-              "h200x2-measured")
-#: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
-NULL_LANDSCAPES = ("null", "rand-null", "rand-null-flaky")
 STRATEGIES = ("flagopt", "flagopt-eq", "flagopt-1.5x", "flagopt-told", "manual", "manual-x3", "random", "tpe",
               "tpe-repeats", "skopt")
 REPO = Path(__file__).resolve().parent.parent
@@ -80,6 +84,7 @@ class Task:
     strategies: tuple[str, ...] = STRATEGIES
     max_trials: int = 60
     space_options: dict[str, Any] = field(default_factory=dict)
+    landscape_file: str = ""  # where ``name`` is read from ("" = the shipped landscapes file)
 
 
 def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: float, elapsed: float) -> SeedResult:
@@ -125,7 +130,8 @@ def run_task(task: Task, scratch: str) -> tuple[list[SeedResult], list[str]]:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     folder = Path(tempfile.mkdtemp(prefix=f"{task.family or task.name}-{task.seed}-", dir=scratch))
-    land = random_landscape(task.family, task.seed, folder) if task.family else load_landscape(task.name)
+    land = random_landscape(task.family, task.seed, folder) if task.family \
+        else load_landscape(task.name, task.landscape_file or SHIPPED_FILE)
     best = land.best().gain
     out: list[SeedResult] = []
     notes: list[str] = []
@@ -220,10 +226,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--landscapes", nargs="*", default=None, choices=LANDSCAPES,
-                        help="shipped landscapes (default: all; none with an empty list)")
+    parser.add_argument("--landscapes", nargs="*", default=None, metavar="NAME",
+                        help=f"shipped landscapes, of {', '.join(LANDSCAPES)} (default: all; none with an empty list)"
+                             "; with --landscape-file, names in that file (default: all of them)")
+    parser.add_argument("--landscape-file", type=Path, default=None, metavar="FILE",
+                        help="landscapes of your own, in the schema of flagopt/workloads/landscapes.yaml (held-out "
+                             "jobs: each is a shipped landscape's peer, its targets set by its true best)")
     parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
-                        help=f"held-out random families (default: {' '.join(FAMILIES)}; none with an empty list; "
+                        help=f"held-out random families (default: {' '.join(FAMILIES)}, none with --landscape-file; "
+                             "none with an empty list; "
                              "a name ending -flaky: the same landscapes on flaky infrastructure)")
     parser.add_argument("--held-out-seeds", type=int, default=None,
                         help="landscapes (= seeds) per held-out family (default: --seeds)")
@@ -248,8 +259,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             args.seeds = 3
         if "--families" not in given:
             args.families = []
-    args.landscapes = list(LANDSCAPES) if args.landscapes is None else args.landscapes
-    args.families = list(FAMILIES) if args.families is None else args.families
+    try:
+        args.landscapes, args.null_landscapes = named_landscapes(args.landscape_file, args.landscapes)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.families is None:  # your own landscapes alone, unless families are named too
+        args.families = [] if args.landscape_file else list(FAMILIES)
     args.held_out_seeds = args.seeds if args.held_out_seeds is None else args.held_out_seeds
     args.null_seeds = args.seeds if args.null_seeds is None else args.null_seeds
     if args.jobs < 1:
@@ -271,11 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("optuna").setLevel(logging.WARNING)
     console = Console() if sys.stdout.isatty() else Console(width=260)
     strategies = tuple(s for s in STRATEGIES if s in args.strategies)
-    count = {name: args.null_seeds if name in NULL_LANDSCAPES else args.seeds for name in args.landscapes}
+    count = {name: args.null_seeds if name in args.null_landscapes else args.seeds for name in args.landscapes}
     count |= {family: args.null_seeds if family in NULL_LANDSCAPES else args.held_out_seeds
               for family in args.families}
     options = {"stop": dict(args.stop)} if args.stop else {}
-    tasks = [Task(name, seed, "", strategies, args.max_trials, options) for name in args.landscapes
+    where = str(args.landscape_file or "")
+    tasks = [Task(name, seed, "", strategies, args.max_trials, options, where) for name in args.landscapes
              for seed in range(args.first_seed, args.first_seed + count[name])]
     tasks += [Task(family, seed, family, strategies, args.max_trials, options) for family in args.families
               for seed in range(args.first_seed, args.first_seed + count[family])]
@@ -313,7 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     held_checks = check_targets(held_out, by_family=True) if "flagopt" in strategies and held_out else []
     for note in sorted(notes):
         console.print(f"[yellow]{note}[/yellow]")
-    for table in rich_tables(summarise(shipped), summarise(held_out, by_family=True), checks, held_checks):
+    source = f"landscapes of {args.landscape_file}" if args.landscape_file else SHIPPED
+    for table in rich_tables(summarise(shipped), summarise(held_out, by_family=True), checks, held_checks,
+                             source=source):
         console.print(table)
     studies = len({(r.landscape, r.seed) for r in results})
     console.print(f"wall time {wall:.0f} s ({studies} landscape-seeds, {len(results)} strategy runs, "
@@ -330,10 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "wall": f"{wall:.0f} s ({studies} landscape-seeds, --jobs {args.jobs}; seconds per strategy: "
                         f"{cpu_per_strategy(results, strategies)})",
                 "commit": commit(), "versions": f"python {platform.python_version()}, optuna {optuna.__version__}"}
-        descriptions = {name: load_landscape(name).description for name in args.landscapes}
+        descriptions = {name: load_landscape(name, args.landscape_file or SHIPPED_FILE).description
+                        for name in args.landscapes}
         write_markdown(args.out, lambda previous: markdown(
             summarise(shipped), summarise(held_out, by_family=True), checks, held_checks, meta, descriptions,
-            sorted(notes), previous))
+            sorted(notes), previous, source=source,
+            **({"file": str(args.landscape_file)} if args.landscape_file else {})))
         console.print(f"wrote {args.out}")
     return 0
 

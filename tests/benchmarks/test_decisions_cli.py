@@ -80,3 +80,67 @@ def test_stop_rules_other_than_the_defaults_reach_every_flagopt_study(tmp_path: 
         assert row["verdict"] == "win"
         runs[name] = row["runs"]
     assert runs["first"] < runs["default"]
+
+
+def _own_file(tmp_path: Path) -> Path:
+    """A landscapes file of one's own: the shipped win10 and null under names the shipped file does not have."""
+    import yaml
+
+    from flagopt.workloads.sim import LANDSCAPES
+
+    shipped = yaml.safe_load(LANDSCAPES.read_text())
+    path = tmp_path / "my jobs.yaml"  # a space in the path: it reaches the job as one argument
+    path.write_text(yaml.safe_dump({"mine": shipped["win10"], "quiet": shipped["null"]}, sort_keys=False))
+    return path
+
+
+def test_a_landscapes_file_of_ones_own_runs_against_the_manual_protocol(tmp_path: Path) -> None:
+    """``--landscape-file``: its landscapes run like shipped ones (the job reads them from that file: the shipped
+    file has no ``mine``), a landscape whose true best is the deployed job takes ``--null-seeds``, and the write-up
+    names the file."""
+    path = _own_file(tmp_path)
+    out = tmp_path / "bench.json"
+    md = tmp_path / "bench.md"
+    assert parse_args(["--landscape-file", str(path)]).families == []  # your own landscapes alone by default
+    assert parse_args(["--landscape-file", str(path), "--families", "rand-win"]).families == ["rand-win"]
+    code = main(["--landscape-file", str(path), "--seeds", "1", "--null-seeds", "2", "--jobs", "1",
+                 "--strategies", "flagopt", "manual", "--max-trials", "30", "--json", str(out), "--out", str(md)])
+    assert code == 0
+    rows = json.loads(out.read_text())
+    seeds = {(r["landscape"], r["strategy"]): [] for r in rows}
+    for r in rows:
+        seeds[(r["landscape"], r["strategy"])].append(r["seed"])
+    assert seeds == {("mine", "flagopt"): [0], ("mine", "manual"): [0], ("quiet", "flagopt"): [0, 1],
+                     ("quiet", "manual"): [0, 1]}
+    mine = next(r for r in rows if r["landscape"] == "mine" and r["strategy"] == "flagopt")
+    assert mine["runs"] > 2 and mine["verdict"] in ("win", "budget") and mine["best_gain"] > 0.10
+    text = md.read_text()
+    assert f"truth model ({path})" in text and f"## Results: landscapes of {path}" in text
+    assert "mine: win verdict" in text and "quiet: null verdict within the budget" in text
+
+
+@pytest.mark.parametrize("content, names, said", [
+    (None, [], "cannot read it: No such file"),  # None: no file there
+    ("- a\n- b\n", [], "landscapes: a mapping of landscape names"),
+    ("mine:\n  description: x\n", [], "mine: not a landscape entry: missing key 'params'"),
+    ("mine: [\n", [], "not valid YAML"),
+    ("", ["--landscapes", "win10"], "landscapes: no landscape 'win10' in this file; it has mine, quiet"),  # "": valid
+])
+def test_a_bad_landscapes_file_is_one_clear_error_before_any_study(tmp_path: Path, capsys, content, names,
+                                                                  said) -> None:
+    path = _own_file(tmp_path)
+    if content is None:
+        path.unlink()
+    elif content:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--landscape-file", str(path), *names])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--landscape-file: {path}: " in err and said in err
+
+
+def test_a_landscape_name_not_shipped_needs_the_file_it_is_in(capsys) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--landscapes", "mine"])
+    assert "unknown 'mine'" in capsys.readouterr().err
