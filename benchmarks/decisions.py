@@ -51,14 +51,8 @@ from benchmarks._baselines import (  # noqa: E402
     tpe_with_repeats,
 )
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
+from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
 from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
-from benchmarks._metrics import (  # noqa: E402
-    SeedResult,
-    check_targets,
-    is_flagopt,
-    repeated_failures,
-    summarise,
-)
 from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
 from benchmarks._write import SHIPPED, markdown, rich_tables, write_markdown  # noqa: E402
 from benchmarks._spaces import write_space  # noqa: E402
