@@ -13,7 +13,7 @@ import yaml
 
 from benchmarks._metrics import landscape_kind
 from flagopt.errors import FlagoptError
-from flagopt.workloads.sim import load_landscape
+from flagopt.workloads.sim import landscape_from_data
 
 #: The shipped landscapes (``flagopt/workloads/landscapes.yaml``), in the order the tables list them.
 LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomcliff", "flaky", "below5",
@@ -61,7 +61,7 @@ def _from_file(path: Path, named: Sequence[str] | None) -> tuple[list[str], set[
     nulls = set()
     for name in chosen:
         try:
-            land = load_landscape(name, path)
+            land = landscape_from_data(name, data[name], path)  # the file parsed once, not once per name
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
             raise FlagoptError(str(path), name, f"not a landscape entry: {what}") from None
