@@ -74,6 +74,7 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
         )
         for pname, p in d["params"].items()
     }
+    _check_setting_names(name, d, params, path)
     return Landscape(
         name=name,
         description=d["description"],
@@ -95,6 +96,25 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
         profiles=dict(d.get("profiles") or {}),
         path="" if path.resolve() == LANDSCAPES.resolve() else str(path.resolve()),
     )
+
+
+def _check_setting_names(name: str, d: Mapping[str, Any], params: Mapping[str, SimParam], path: Path) -> None:
+    """Every setting an entry names (its baseline, the ``when`` of its interactions, OOM rules and pool, its
+    profiles) must be one of its params: a misspelt name never matches, and the truth model would silently lose an
+    interaction or an OOM cliff (or, in the baseline, fail later with a bare ``KeyError``)."""
+    places: list[tuple[str, Any]] = [(f"{name}.baseline", d.get("baseline") or {})]
+    for section in ("interactions", "oom"):
+        places += [(f"{name}.{section}[{i}].when", rule.get("when") or {})
+                   for i, rule in enumerate(d.get(section) or ())]
+    hides = (d.get("pool") or {}).get("hides", ())  # checked already: a list of mappings with a ``when``
+    places += [(f"{name}.pool.hides[{i}].when", hide["when"]) for i, hide in enumerate(hides)]
+    for profile, parts in (d.get("profiles") or {}).items():
+        places += [(f"{name}.profiles.{profile}.{part}", settings or {}) for part, settings in (parts or {}).items()]
+    for key, settings in places:
+        unknown = [str(n) for n in settings if n not in params]
+        if unknown:
+            raise FlagoptError(str(path), key, f"{', '.join(unknown)}: not a param of this landscape (its params: "
+                               f"{', '.join(params)})")
 
 
 def _pool(pool: Any, key: str, path: Path) -> Mapping[str, Any] | None:

@@ -264,3 +264,26 @@ def test_a_bad_pool_section_is_one_clear_error(tmp_path: Path) -> None:
     path.write_text(text.replace("{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 0.423}", "{CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 1.7}"))
     with pytest.raises(FlagoptError, match=r"h200x2-measured\.pool"):
         load_landscape("h200x2-measured", path)
+
+
+
+@pytest.mark.parametrize(("landscape", "original", "wrong", "key"), [
+    ("fsdp64", "    xla_gpu_reduce_scatter_combine_threshold_bytes: 8589934592\n", "xla_gpu_reduce_scatter_combine_treshold_bytes",
+     r"fsdp64\.baseline"),
+    ("pp64", "{when: {num_pipeline_microbatches: {le: 4}}", "num_pipeline_microbatch", r"pp64\.oom\[1\]\.when"),
+    ("fsdp64", "{when: {xla_gpu_enable_pipelined_all_gather: true, xla_gpu_all_gather",
+     "xla_gpu_enable_pipelined_all_gathr", r"fsdp64\.interactions\[0\]\.when"),
+    ("h200x2-measured", "{when: {CUDA_DEVICE_MAX_CONNECTIONS: 1}, share: 0.423}", "CUDA_MAX_CONNECTIONS",
+     r"h200x2-measured\.pool\.hides\[3\]\.when"),
+    ("h200x2-measured", "overlap2: {xla: {xla_gpu_experimental_parallel_collective_overlap_limit: 2}}",
+     "xla_gpu_parallel_collective_overlap_limit", r"h200x2-measured\.profiles\.overlap2\.xla"),
+])
+def test_a_setting_name_the_landscape_does_not_have_is_one_clear_error(tmp_path: Path, landscape: str, original: str,
+                                                                      wrong: str, key: str) -> None:
+    """A misspelt name in a ``when`` never matches: the truth model would silently lose its interaction or OOM cliff."""
+    text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
+    right = min((name for name in load_landscape(landscape).params if name in original), key=original.index)
+    path = tmp_path / "mine.yaml"
+    path.write_text(text.replace(original, original.replace(right, wrong, 1), 1))  # its first place is in `landscape`
+    with pytest.raises(FlagoptError, match=key + r": " + wrong + ": not a param of this landscape"):
+        load_landscape(landscape, path)
