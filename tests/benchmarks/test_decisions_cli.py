@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks._metrics import landscape_kind
+from benchmarks._named_landscapes import named_landscapes
 from benchmarks.decisions import main, parse_args
+from flagopt.workloads.sim import load_landscape
 
 
 def test_quick_means_flagopt_alone_on_the_shipped_landscapes() -> None:
@@ -144,3 +147,19 @@ def test_a_landscape_name_not_shipped_needs_the_file_it_is_in(capsys) -> None:
     with pytest.raises(SystemExit):
         parse_args(["--landscapes", "mine"])
     assert "unknown 'mine'" in capsys.readouterr().err
+
+
+def test_the_stress_landscapes_are_what_their_file_says() -> None:
+    """benchmarks/stress_landscapes.yaml: shapes the shipped landscapes and the random families lack, each of the
+    kind (and width) its header and docs/benchmark-decisions.md say, so the figures written there stay about them."""
+    stress = Path(__file__).resolve().parents[2] / "benchmarks/stress_landscapes.yaml"
+    names, nulls = named_landscapes(stress, None)
+    kinds = {name: landscape_kind(load_landscape(name, stress).best().gain) for name in names}
+    assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
+                     "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null"}
+    assert nulls == {"stress-null-wide"}
+    widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
+    assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
+    lownoise = load_landscape("stress-lownoise", stress)
+    assert lownoise.noise["run"] <= 0.002 and max(lownoise.true_gain({n: v}) for n, p in lownoise.params.items()
+                                                  for v in p.candidates()) < 0.02  # no single setting near the bar
