@@ -266,10 +266,9 @@ def test_a_bad_pool_section_is_one_clear_error(tmp_path: Path) -> None:
         load_landscape("h200x2-measured", path)
 
 
-
 @pytest.mark.parametrize(("landscape", "original", "wrong", "key"), [
-    ("fsdp64", "    xla_gpu_reduce_scatter_combine_threshold_bytes: 8589934592\n", "xla_gpu_reduce_scatter_combine_treshold_bytes",
-     r"fsdp64\.baseline"),
+    ("fsdp64", "    xla_gpu_reduce_scatter_combine_threshold_bytes: 8589934592\n",
+     "xla_gpu_reduce_scatter_combine_treshold_bytes", r"fsdp64\.baseline"),
     ("pp64", "{when: {num_pipeline_microbatches: {le: 4}}", "num_pipeline_microbatch", r"pp64\.oom\[1\]\.when"),
     ("fsdp64", "{when: {xla_gpu_enable_pipelined_all_gather: true, xla_gpu_all_gather",
      "xla_gpu_enable_pipelined_all_gathr", r"fsdp64\.interactions\[0\]\.when"),
