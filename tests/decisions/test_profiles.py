@@ -111,6 +111,39 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
                            ["other + a=true", "third + a=true"]) is None
 
 
+def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_own_value(tmp_path):
+    path = tmp_path / "twin.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace(
+        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}"))
+    space = load_space(path)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 98.8), profile_run(space, 2, "ll", 101.5),
+               run(space, 3, {}, 100.1)]
+    arms = arms_of(records, space.noise)
+
+    def fresh(settings, label):
+        return config_of_settings(space, settings, kind="probe", profile=label)
+
+    def add(base):
+        return {"c": "Simple"} if "a" in base else {"a": True}
+
+    def to_simple(base):
+        return {"c": "Simple"} if base.get("c") == "LL" else {}
+
+    first = profile_add_one(space, arms, add, to_simple, fresh, [])
+    assert first.profile == "ll + a=true, c=Simple for LL"
+    assert settings_of_record(space, first.settings()) == {OWN: False, "a": True, "c": "Simple"}
+    # LL may pay only with the recipe's own triton setting: the same additions with the profile's value kept
+    twin = profile_add_one(space, arms, add, to_simple, fresh, [first.profile])
+    assert twin.profile == "ll + a=true, its own values kept"
+    assert settings_of_record(space, twin.settings()) == {OWN: False, "a": True, "c": "LL"}
+    # both ways once; the twin is no start of its own, so the second profile still gets its turn
+    after = profile_add_one(space, arms, add, to_simple, fresh, [first.profile, twin.profile])
+    assert after is not None and after.profile.startswith("recipe + ")
+    # an add-one that moved nothing has no twin
+    unmoved = profile_add_one(space, arms, add, lambda base: {}, fresh, ["ll + a=true"])
+    assert unmoved is not None and unmoved.profile.startswith("recipe + ")
+
+
 def test_a_recipe_value_the_runs_show_clearly_worse_moves_to_the_better_one(tmp_path):
     path = tmp_path / "moved.yaml"
     path.write_text(textwrap.dedent(SPACE).replace(
