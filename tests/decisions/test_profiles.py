@@ -31,6 +31,14 @@ def load(tmp_path):
     return load_space(path)
 
 
+def load_ll_with_own_setting(tmp_path):
+    """The space with its profile "ll" setting a flag of its own too: a recipe that sets a param (NCCL_PROTO)."""
+    path = tmp_path / "ll.yaml"
+    path.write_text(textwrap.dedent(SPACE).replace(
+        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}"))
+    return load_space(path)
+
+
 def profile_run(space, number, name, value=None, *, status="ok", failure=None, details=None):
     config = next(p for p in space.profiles if p.profile == name)
     attrs = {"settings": config.settings(), "design": "profile", "started_at": float(number)}
@@ -112,10 +120,7 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
 
 
 def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_own_value(tmp_path):
-    path = tmp_path / "twin.yaml"
-    path.write_text(textwrap.dedent(SPACE).replace(
-        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}"))
-    space = load_space(path)
+    space = load_ll_with_own_setting(tmp_path)
     records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 98.8), profile_run(space, 2, "ll", 101.5),
                run(space, 3, {}, 100.1)]
     arms = arms_of(records, space.noise)
@@ -145,10 +150,7 @@ def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_
 
 
 def test_a_recipe_value_the_runs_show_clearly_worse_moves_to_the_better_one(tmp_path):
-    path = tmp_path / "moved.yaml"
-    path.write_text(textwrap.dedent(SPACE).replace(
-        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}"))
-    space = load_space(path)
+    space = load_ll_with_own_setting(tmp_path)
     # the recipe "ll" sets NCCL_PROTO=LL, which measured at the deployed job's level three times; Simple +3 %
     records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 100.2), profile_run(space, 2, "ll", 100.1),
                run(space, 3, {}, 100.1), run(space, 4, {"a": True}, 99.0), run(space, 5, {"c": "Simple"}, 103.0),
