@@ -208,7 +208,8 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
     other settings. rand-recipe-2013: the recipe's overlap limit of 2 (the best's) was moved to 3 on the pooled
     effects, and that run measured +5.5 % (true +6.0 %); with 2 kept it measured +7.8 % (true +6.9 %), and the study
     ended on the true best, +10.4 %, where without the twin it ended at +8.7 %. On the held-out rand-recipe family
-    (seeds 1000-4029), within 1 % of the best 101 -> 104 of 120 (docs/benchmark-decisions.md, forty-third session).
+    (seeds 1000-7029), within 1 % of the best 174 -> 177 of 210; on its flaky copy 146 -> 144 of 180, a study or two
+    a set either way (docs/benchmark-decisions.md, forty-third session).
     """
     for base, label in profile_bases(space, arms):
         mine = [a for a in asked if a.startswith(f"{label} + ")]
