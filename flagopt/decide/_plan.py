@@ -100,8 +100,21 @@ def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Pl
         >>> asked_before("drop-one", [])
         []
     """
-    labels = [str(r.profile) for r in records if r.attrs.get("design") == kind and not r.stopped_with_driver]
-    return labels + [str(p.config.profile) for p in in_flight if p.attrs.get("design") == kind]
+    return [label for label, _ in asked_settings(kind, records, in_flight)]
+
+
+def asked_settings(kind: str, records: Sequence[RunRecord],
+                   in_flight: Sequence[Plan] = ()) -> list[tuple[str, dict[str, dict[str, Any]]]]:
+    """The labels and settings (``{"xla": {...}, "env": {...}, ...}``, as a trial records them) of the study's runs of
+    design ``kind``, in flight included, as :func:`asked_before`.
+
+    Example:
+        >>> asked_settings("profile-add-one", [])
+        []
+    """
+    asked = [(str(r.profile), dict(r.attrs.get("settings") or {})) for r in records
+             if r.attrs.get("design") == kind and not r.stopped_with_driver]
+    return asked + [(str(p.config.profile), p.config.settings()) for p in in_flight if p.attrs.get("design") == kind]
 
 
 def settings_set(arm: Arm) -> frozenset[tuple[str, str, str]]:

@@ -41,7 +41,8 @@ PROFILE_DROP = "profile-drop-one"
 #: offer up to four profiles with settings of their own, and each is one more run of the budget.
 MAX_PROFILE_STARTS = 2
 #: How a profile add-one's label names a param moved from the profile's value (``NAME=NEW for OLD``), and how the
-#: label of its twin with the profile's own values ends (:func:`profile_add_one`).
+#: label of its twin with the profile's own values ends (:func:`profile_add_one`): words for people, the engine
+#: reads the runs' settings.
 MOVED = " for "
 OWN_VALUES_KEPT = "its own values kept"
 #: A profile's param value is dropped from it when its pooled effect is this many standard errors below a loss of
@@ -191,12 +192,13 @@ def better_values(model: EffectsModel, base: Mapping[str, Any], deployed: Mappin
 def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict[str, Any]], dict[str, Any]],
                     better: Callable[[dict[str, Any]], dict[str, Any]],
                     fresh: Callable[[dict[str, Any], str], TrialConfig | None],
-                    asked: Sequence[str]) -> TrialConfig | None:
+                    asked: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]]) -> TrialConfig | None:
     """The first measured profile (:func:`profile_bases`) not yet run with what ``additions(base)`` (the effects
     model) says could be added to it, and its params moved to the values ``better(base)`` the runs show better
     (:func:`better_values`): that configuration, once per profile and for ``MAX_PROFILE_STARTS`` profiles a study
-    (``asked``: the labels of the study's runs of this design, in flight included), or ``None``. Where that run moved
-    a param, the next is the same additions with the profile's own values kept (``OWN_VALUES_KEPT``).
+    (``asked``: the labels and settings of the study's runs of this design, in flight included,
+    :func:`~flagopt.decide._plan.asked_settings`), or ``None``. Where that run moved a param, the next is the same
+    run with the profile's own values kept (``OWN_VALUES_KEPT``).
 
     Once, whatever the model predicts: an additive model reads a recipe from its own run, and a recipe whose settings
     pay only with a partner it lacks (or that carries one value this job does not like) measures low alone. On the
@@ -211,19 +213,27 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
     (seeds 1000-7029), within 1 % of the best 174 -> 177 of 210; on its flaky copy 146 -> 144 of 180, a study or two
     a set either way (docs/benchmark-decisions.md, forty-third session).
     """
-    for base, label in profile_bases(space, arms):
-        mine = [a for a in asked if a.startswith(f"{label} + ")]
-        if len(mine) != 1 or MOVED not in mine[0][len(label):] or mine[0].endswith(OWN_VALUES_KEPT):
-            continue  # once (the model's additions change with every fit, the question does not), both ways at most
-        extra = additions(base)
+    bases = profile_bases(space, arms)
+    # The add-ones each profile started (the twin read from the first one's settings, not recomputed: the model's
+    # additions change with every fit, and the twin asks of the profile's values alone).
+    started = {label: [design.settings_of_record(space, s) for a, s in asked if a.startswith(f"{label} + ")]
+               for _, label in bases}
+    for base, label in bases:
+        if len(started[label]) != 1:
+            continue  # not started, or both ways asked
+        first = started[label][0]
+        kept = {n: v for n, v in base.items() if render_value(first.get(n)) != render_value(v)}
+        if not kept:
+            continue  # it moved nothing
+        extra = {n: v for n, v in first.items() if n not in base}
         words = [design.probe_label(space.param(n), v) for n, v in extra.items()] + [OWN_VALUES_KEPT]
-        config = fresh({**base, **extra}, f"{label} + " + ", ".join(words))
+        config = fresh({**first, **kept}, f"{label} + " + ", ".join(words))
         if config is not None:
             return config
-    if sum(1 for a in asked if not a.endswith(OWN_VALUES_KEPT)) >= MAX_PROFILE_STARTS:
+    if sum(1 for runs in started.values() if runs) >= MAX_PROFILE_STARTS:
         return None
-    for base, label in profile_bases(space, arms):
-        if any(a.startswith(f"{label} + ") for a in asked):
+    for base, label in bases:
+        if started[label]:
             continue
         extra, moved = additions(base), better(base)
         if not (extra or moved):

@@ -11,7 +11,7 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BALANCED, COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
-from flagopt.decide._plan import Plan, asked_before, settings_set
+from flagopt.decide._plan import Plan, asked_before, asked_settings, settings_set
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one,
                                       profile_drop_one, profile_without_failures, profile_without_harm)
 from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
@@ -140,7 +140,7 @@ class Screen(Proposals):
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
         start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames),
                                 lambda base: better_values(model, base, self.deployed, blames), fresh,
-                                asked_before(PROFILE_ADD_ONE, records, in_flight)) \
+                                asked_settings(PROFILE_ADD_ONE, records, in_flight)) \
             if model is not None and not proposals_in_flight else None
         if start is not None:
             return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE

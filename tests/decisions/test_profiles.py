@@ -101,6 +101,11 @@ def test_a_profile_of_params_only_is_no_starting_point(tmp_path):
     assert step is None or step[2] not in (PROFILE_ADD_ONE, PROFILE_REST)
 
 
+def asked(*configs):
+    """What the engine passes as the add-ones asked before: each run's label and settings."""
+    return [(c.profile, c.settings()) for c in configs]
+
+
 def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_adds(tmp_path):
     space = load(tmp_path)
     records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 98.8), profile_run(space, 2, "ll", 101.5),
@@ -113,10 +118,10 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
     first = profile_add_one(space, arms, lambda base: {"c": "Simple"}, lambda base: {}, fresh, [])
     assert first is not None and first.profile == "recipe + c=Simple"
     # a later fit adds something else: the recipe's question was asked
-    assert profile_add_one(space, arms, lambda base: {"c": "LL"}, lambda base: {}, fresh, [first.profile]) is None
+    assert profile_add_one(space, arms, lambda base: {"c": "LL"}, lambda base: {}, fresh, asked(first)) is None
     # two profiles a study at most (each is one more run of the budget)
     assert profile_add_one(space, arms, lambda base: {"c": "Simple"}, lambda base: {}, fresh,
-                           ["other + a=true", "third + a=true"]) is None
+                           asked(fresh({"c": "Simple"}, "ll + c=Simple"), first)) is None
 
 
 def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_own_value(tmp_path):
@@ -128,8 +133,10 @@ def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_
     def fresh(settings, label):
         return config_of_settings(space, settings, kind="probe", profile=label)
 
+    fits = iter([{"a": True}, {}, {}])  # the model's additions: the next fits add nothing more to ll
+
     def add(base):
-        return {"c": "Simple"} if "a" in base else {"a": True}
+        return {"c": "Simple"} if "a" in base else next(fits)
 
     def to_simple(base):
         return {"c": "Simple"} if base.get("c") == "LL" else {}
@@ -138,14 +145,16 @@ def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_
     assert first.profile == "ll + a=true, c=Simple for LL"
     assert settings_of_record(space, first.settings()) == {OWN: False, "a": True, "c": "Simple"}
     # LL may pay only with the recipe's own triton setting: the same additions with the profile's value kept
-    twin = profile_add_one(space, arms, add, to_simple, fresh, [first.profile])
+    # (the first run's additions, read from its settings: the next fit adding nothing does not change the question)
+    twin = profile_add_one(space, arms, add, to_simple, fresh, asked(first))
     assert twin.profile == "ll + a=true, its own values kept"
     assert settings_of_record(space, twin.settings()) == {OWN: False, "a": True, "c": "LL"}
     # both ways once; the twin is no start of its own, so the second profile still gets its turn
-    after = profile_add_one(space, arms, add, to_simple, fresh, [first.profile, twin.profile])
+    after = profile_add_one(space, arms, add, to_simple, fresh, asked(first, twin))
     assert after is not None and after.profile.startswith("recipe + ")
-    # an add-one that moved nothing has no twin
-    unmoved = profile_add_one(space, arms, add, lambda base: {}, fresh, ["ll + a=true"])
+    # an add-one that moved nothing has no twin, whatever its label says
+    same = fresh({OWN: False, "a": True, "c": "LL"}, "ll + a=true, c=Simple for LL")
+    unmoved = profile_add_one(space, arms, add, lambda base: {}, fresh, asked(same))
     assert unmoved is not None and unmoved.profile.startswith("recipe + ")
 
 
