@@ -119,9 +119,29 @@ def test_a_profile_runs_with_the_model_s_additions_once_whatever_the_next_fit_ad
     assert first is not None and first.profile == "recipe + c=Simple"
     # a later fit adds something else: the recipe's question was asked
     assert profile_add_one(space, arms, lambda base: {"c": "LL"}, lambda base: {}, fresh, asked(first)) is None
-    # two profiles a study at most (each is one more run of the budget)
-    assert profile_add_one(space, arms, lambda base: {"c": "Simple"}, lambda base: {}, fresh,
-                           asked(fresh({"c": "Simple"}, "ll + c=Simple"), first)) is None
+
+
+def test_two_profiles_a_study_start_an_add_one(tmp_path):
+    path = tmp_path / "three.yaml"  # a third profile with a setting of its own
+    path.write_text(textwrap.dedent(SPACE).replace(
+        "ll: {env: {NCCL_PROTO: LL}}", "ll: {env: {NCCL_PROTO: LL}, xla: {xla_gpu_enable_triton_gemm: false}}\n"
+        "  simple: {env: {NCCL_PROTO: Simple}, xla: {xla_gpu_enable_triton_gemm: false}}"))
+    space = load_space(path)
+    records = [run(space, 0, {}, 100.0), profile_run(space, 1, "recipe", 101.0), profile_run(space, 2, "ll", 101.5),
+               profile_run(space, 3, "simple", 100.5), run(space, 4, {}, 100.1)]
+    arms = arms_of(records, space.noise)
+
+    def fresh(settings, label):
+        return config_of_settings(space, settings, kind="probe", profile=label)
+
+    def add(base):
+        return {"c": "Simple"} if "a" in base else {"a": True}
+
+    first = profile_add_one(space, arms, add, lambda base: {}, fresh, [])
+    second = profile_add_one(space, arms, add, lambda base: {}, fresh, asked(first))
+    assert (first.profile, second.profile) == ("ll + a=true", "recipe + c=Simple")  # the best measured first
+    # each is one more run of the budget: the third profile gets none
+    assert profile_add_one(space, arms, add, lambda base: {}, fresh, asked(first, second)) is None
 
 
 def test_a_profile_add_one_that_moved_a_value_runs_once_more_with_the_profile_s_own_value(tmp_path):
