@@ -41,8 +41,8 @@ PROFILE_DROP = "profile-drop-one"
 #: offer up to four profiles with settings of their own, and each is one more run of the budget.
 MAX_PROFILE_STARTS = 2
 #: How a profile add-one's label names a param moved from the profile's value (``NAME=NEW for OLD``), and how the
-#: label of its twin with the profile's own values ends (:func:`profile_add_one`): words for people, the engine
-#: reads the runs' settings.
+#: label of its twin with the profile's own values ends (:func:`profile_add_one`): words for people. The engine finds
+#: a profile's add-ones by their label's ``<profile> + `` prefix and reads what moved from their settings.
 MOVED = " for "
 OWN_VALUES_KEPT = "its own values kept"
 #: A profile's param value is dropped from it when its pooled effect is this many standard errors below a loss of
