@@ -8,7 +8,7 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
-from flagopt.decide._balanced import BALANCED, COMPANIONS, companion_label, informs_only
+from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._plan import Plan, asked_before, asked_settings, settings_set
@@ -234,44 +234,6 @@ class Screen(Proposals):
                 if config is not None:
                     return config, f"does {name} matter in {anchor_label}?", "drop-one"
         return None
-
-    def balanced_row(self, records: Sequence[RunRecord], arms: Sequence[Arm], blames: Sequence[Blame],
-                     tried: set[str], *, ahead: bool = False) -> tuple[TrialConfig, str, str] | None:
-        """The next row of the balanced screen: ``(config, reason, design)``, or ``None`` when it is done or not due.
-
-        Due after the first combination (``ahead``: while it still runs on another slot), while no configuration is
-        near the win bar (no contender). The one-factor probes have left each setting's effect to about two runs:
-        where the best is several +0.3-2 % settings (rand-below, below5, h200x2, pair before its pair is found),
-        those single comparisons cannot tell them apart and the combination is built from noise. A two-level
-        Hadamard design over each param's best value not ruled out (up to seven, eight runs; the settings the model
-        is sure of held in every row) measures every such effect in every run, with variance 4 sigma^2 / N against
-        2 sigma^2 for a probe against a control, in the company of the others. Its rows inform the effects model;
-        they are not raced themselves (the model's next combination carries what they found), and no null verdict
-        is drawn while the design is unfinished. Measured in docs/benchmark-decisions.md (tenth-session note).
-        """
-        if self._model is None or self.contender(arms) is not None \
-                or not (ahead or self.combination_ran(records)):
-            return None
-        for i, (settings, size) in enumerate(self._balanced_rows(records, blames)):
-            label = f"balanced screen {i + 1}/{size}: " + ", ".join(
-                design.probe_label(self.space.param(n), v) for n, v in settings.items())
-            config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
-            if settings and config.config_key not in tried and blamed_by(blames, settings) is None:
-                return config, "a balanced design of the settings the probes have not ruled out", BALANCED
-        return None
-
-    def _balanced_rows(self, records: Sequence[RunRecord], blames: Sequence[Blame]) -> list[tuple[dict[str, Any], int]]:
-        """The balanced screen's rows (each row's settings, the design's size), fixed once its first row is run
-        (re-drawn from every fit, on four slots null studies ran rows of three designs and 44 runs instead of 37)."""
-        first = next((r.number for r in records if r.attrs.get("design") == BALANCED), None)
-        names = {p.name for p in self.space.params}
-
-        def draw(model: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
-            sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
-            return [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, records,
-                                                                                label=BALANCED)]
-
-        return self.fixed_design(BALANCED, "", first, records, self._model, draw)
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
