@@ -80,7 +80,7 @@ class BalancedDesigns:
 
         def draw(model: EffectsModel, earlier: Sequence[RunRecord]) -> list[tuple[dict[str, Any], int]]:
             sure = {n: v for n, (v, _, _) in model.best_values().items() if n in names and self._sure(model, n, v)}
-            return [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, records,
+            return [({**sure, **extra}, size) for extra, size in self.design_rows(model, sure, blames, earlier,
                                                                                 label=BALANCED)]
 
         return self.fixed_design(BALANCED, "", first, records, self._model, draw)
