@@ -13,6 +13,8 @@ from flagopt.decide._runs import BASELINE, NO_ENV, RunRecord
 from flagopt.space import TrialConfig
 
 SAMPLE = "sample"
+#: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
+MODEL_DESIGNS = ("combination", "add-one")
 
 @dataclass(frozen=True)
 class Plan:

@@ -17,8 +17,8 @@ from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs, runs_used
-from flagopt.decide._proposals import MODEL_DESIGNS
+from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs,
+                                  runs_used)
 from flagopt.decide._race import Race
 from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
 from flagopt.decide._screen import Screen

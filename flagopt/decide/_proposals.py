@@ -1,7 +1,7 @@
 """What the effects model proposes beyond single settings: the combination (a winner's companions in a balanced
 design: _balanced.py), add-one, move-one and swap-one variants around the best configuration (a numeric setting moved to
 its neighbour or past it, a categorical one swapped for a close rival or, once, for a value worse alone), whether one
-is worth a run, and a failed proposal mended (statistics.md §9, §10)."""
+is worth a run (statistics.md §9, §10); a failed proposal is mended in _mend.py."""
 
 from __future__ import annotations
 
@@ -15,14 +15,10 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import Plan
-from flagopt.decide._profiles import PROFILE_DESIGNS
-from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
-from flagopt.failure_classes import OOM
-from flagopt.space import Param, Space, TrialConfig
+from flagopt.decide._plan import MODEL_DESIGNS
+from flagopt.decide._runs import RunRecord
+from flagopt.space import Param, Space
 
-#: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
-MODEL_DESIGNS = ("combination", "add-one")
 #: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
 #: re-proposing its own noise.
 MAX_MODEL_PROPOSALS = 3
@@ -263,42 +259,6 @@ class Proposals(BalancedDesigns):
         an overlap limit) lost its drop-one run, and the sign flip went unseen in 10 of 30 seeds."""
         effect, se = model.effect(name, value)
         return effect - 3.0 * se > self.space.stop.win
-
-    def mend_failed(self, records: Sequence[RunRecord], in_flight: Sequence[Plan], blames: Sequence[Blame],
-                    model: EffectsModel | None) -> tuple[TrialConfig, str, str] | None:
-        """A combination (an add-one, a run about a catalog profile) that failed: run it once more, and after a second
-        failure run its parts.
-
-        Its settings each ran fine alone, so a failure may be the infrastructure's (retried once), or one setting
-        that fails only in company: its drop-one variants find out which, and keep the rest of the gain.
-        """
-        flying = {p.config.config_key for p in in_flight}
-        by_key: dict[str, list[RunRecord]] = {}
-        for rec in records:
-            if rec.attrs.get("design") in MODEL_DESIGNS + PROFILE_DESIGNS and rec.status not in (CANCELLED, RUNNING):
-                by_key.setdefault(rec.config_key, []).append(rec)
-        tried = {r.config_key for r in records if not r.stopped_with_driver} | flying
-        for key, recs in by_key.items():
-            if any(r.ok for r in recs) or key in flying:
-                continue
-            settings = design.settings_of_record(self.space, recs[0].attrs.get("settings") or {})
-            label = recs[0].profile
-            failure = recs[-1].attrs.get("failure_class") or recs[-1].status
-            if len(recs) == 1 and failure != OOM:
-                config = design.config_of_settings(self.space, settings, kind="probe", profile=label)
-                return config, f"once more after {failure}: its settings each ran fine alone", \
-                    str(recs[0].attrs.get("design"))
-            if len(settings) < 2:
-                continue
-            order = sorted(settings, key=lambda n: self._effect(model, n, settings[n]))
-            for name in order:
-                rest = {k: v for k, v in settings.items() if k != name}
-                config = design.config_of_settings(self.space, rest, kind="probe",
-                                                   profile=f"{label} without {name}")
-                if config.config_key not in tried and blamed_by(blames, rest) is None:
-                    return config, f"{label} failed twice ({failure}): which of its settings fails in company?", \
-                        "drop-one"
-        return None
 
 
 def _categorical(param: Param, value: Any) -> bool:

@@ -11,10 +11,11 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
-from flagopt.decide._plan import Plan, asked_before, asked_settings, settings_set
+from flagopt.decide._mend import mend_failed
+from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one,
                                       profile_drop_one, profile_without_failures, profile_without_harm)
-from flagopt.decide._proposals import MODEL_DESIGNS, OPTIMISM_SE, Proposals
+from flagopt.decide._proposals import OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
 
@@ -127,7 +128,7 @@ class Screen(Proposals):
         # After the probes: what they measure alone lets the rules above explain a profile's cost first.
         if (rest := profile_drop_one(space, records, arms, self._sigma, tried)) and (config := fresh(*rest)) is not None:
             return config, "a catalog profile far below the deployed job, without one of its settings", PROFILE_DROP
-        mended = self.mend_failed(records, in_flight, blames, model)
+        mended = mend_failed(space, records, in_flight, blames, model)
         if mended is not None:
             return mended
         proposals_in_flight = [p for p in in_flight if p.attrs.get("design") in MODEL_DESIGNS]

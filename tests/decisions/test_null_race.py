@@ -34,6 +34,13 @@ def test_a_null_study_ends_on_the_null_verdict_within_the_budget(tmp_path, seed)
     assert verdict.winner is None
     # a negative finding about the configurations that ran, not about all the space can set (it was not measured)
     assert "configurations measured (of" in verdict.message and "nothing the space can set" not in verdict.message
+    # what the rule checked: no gain confirmed above the bar, and the best measured named with its reading (which may
+    # be above the bar on runs too few to confirm it)
+    space = runner.space
+    measured = [a for a in arms_of(records, space.noise, space.metric.direction) if a.estimate is not None]
+    best = max(measured, key=lambda a: a.estimate.gain)
+    assert f"none confirmed better than {space.stop.null_gain:+.0%} (best: {best.label} {best.estimate.gain:+.1%}" \
+        in verdict.message, verdict.message
 
 
 def test_no_arm_is_re_run_once_it_fell_below_the_null_race_floor(tmp_path):
