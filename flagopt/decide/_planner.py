@@ -14,7 +14,7 @@ from typing import Any
 
 from flagopt import stats
 from flagopt.decide import _design as design
-from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._arms import SETTLE_RUNS, Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs,
@@ -22,6 +22,7 @@ from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdi
 from flagopt.decide._race import Race
 from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
 from flagopt.decide._screen import Screen
+from flagopt.decide._settle import settle_run, settling, settling_runs
 from flagopt.decide._stop import Stopping
 from flagopt.space import Space, TrialConfig
 
@@ -95,9 +96,23 @@ class Planner(Screen, Race, Stopping):
         runs = baseline_runs(records, self._direction)
         self._sigma = max(stats.run_noise(runs), 0.003) if len(runs) >= 2 else 0.01
         self._model = self.model(records)  # every run's effects, pooled: read by the screen and the race
+        used = runs_used(records)
+        room = 0 if self.out_of_budget(used) else self.max_trials - used  # runs the budget has left
+        if BASELINE not in here and (settle := settling(arms, records, in_flight, room=room)) is not None:
+            return settle
         stop = self.stop_verdict(records, arms)
         leader = self.leader(arms)
-        used = runs_used(records)
+        if stop is None and leader is not None and settling_runs(leader) >= SETTLE_RUNS:
+            # The race ended when it was chosen: the runs after the choice read its claim, and a rival that now reads
+            # above it is as high by selection as it was
+            if BASELINE not in here and unbracketed(leader, records, slot):
+                return control("closing drift control", ok_baselines[0], {"phase": "refine"})
+            verdict = self.win_verdict(records, arms, "chosen, then measured again for its claim")
+            return self.cross_check(records, verdict, in_flight) if space.configs else verdict
+        if stop is not None and stop.reason == "win" and leader is not None and BASELINE not in here \
+                and (settle := settle_run(leader, in_flight, room=room)) is not None:
+            # Before the verdict its claim is read afresh: the runs that chose it among close winners read high
+            return settle
         if stop is not None and leader is not None and BASELINE not in here and not self.out_of_budget(used) \
                 and self.refine_used(records) >= space.stop.refine and unbracketed(leader, records, slot):
             # The refinement budget ended on runs after the last control, their drift extrapolated past its data: one
@@ -179,6 +194,9 @@ class Planner(Screen, Race, Stopping):
             return "wait"
         if racing and (leader is not None or closing):
             return "wait"  # a repeat is due on another slot (this one measured it): the race is not over
+        if leader is not None and BASELINE not in here \
+                and (settle := settle_run(leader, in_flight, room=room)) is not None:
+            return settle
         if leader is not None and BASELINE not in here and unbracketed(leader, records, slot):
             # The winner's claim rests on runs after the slot's last control, their drift extrapolated past its
             # data: a control brackets them before the verdict (win10-1015: +14.1 % [+11.3, +16.9] claimed on two

@@ -197,13 +197,16 @@ class Stopping:
         """The win verdict on the leader; ``cut_short``: the budget (its space key) that ended the race, if one did."""
         best = self.leader(arms)
         assert best is not None
-        claim = best.claim or best.estimate
+        claim = best.reported
         others = len(self.winners(arms)) - 1
         raced = f"; {others} other confirmed winner{'s' if others != 1 else ''} raced against it" if others else ""
         higher = self.unconfirmed_higher(self.eligible(arms), best, cut_short)
+        # Confirmed on its fresh runs (lower bound >= stop.win); claimed from the runs after its choice when it has them
+        over = f"over the {claim.n} runs after its choice ({best.n} in all; its fresh runs' lower bound >= " \
+            f"{self.space.stop.win:.0%})" if best.settled else \
+            f"over {claim.n} fresh runs ({best.n} in all), lower bound >= {self.space.stop.win:.0%}"
         return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
-                       f"[{claim.lo:+.1%}, {claim.hi:+.1%}] over {claim.n} fresh runs "
-                       f"({best.n} in all), lower bound >= {self.space.stop.win:.0%}{raced} ({why}){higher}",
+                       f"[{claim.lo:+.1%}, {claim.hi:+.1%}] {over}{raced} ({why}){higher}",
                        winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
 
     def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None, knob: str | None) -> str:

@@ -144,7 +144,7 @@ class StudyData:
         a single fresh run's estimate (an interval of +-150 % for a noisy job) is never shown beside it.
         """
         if arm.claim is not None and arm is self.winner_arm:
-            return arm.claim, arm.fresh_runs
+            return arm.reported, arm.fresh_runs
         return arm.estimate, 0
 
     @property
