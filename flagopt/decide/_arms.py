@@ -88,8 +88,9 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
                                     confidence=noise.confidence)
         # Confirmation reads the fresh runs made before the choice: the runs after it measure what is claimed, and a
         # pair of them reading low cost flaky a confirmed +7.7 % winner in 4 of 60 studies
-        fresh = stats.estimate_arms({k: [to_run(r) for r in chosen_on(ok)] for k, ok in ok_runs.items()
-                                     if len(ok) >= 2 and chosen_on(ok)}, baselines, confidence=noise.confidence)
+        before = {k: chosen_on(ok) for k, ok in ok_runs.items()}
+        fresh = stats.estimate_arms({k: [to_run(r) for r in runs] for k, runs in before.items() if runs},
+                                    baselines, confidence=noise.confidence)
         after = {k: settle_runs(ok) for k, ok in ok_runs.items()}
         settled = stats.estimate_arms({k: [to_run(r) for r in runs] for k, runs in after.items() if runs},
                                       baselines, confidence=noise.confidence)

@@ -14,7 +14,7 @@ from typing import Any
 
 from flagopt import stats
 from flagopt.decide import _design as design
-from flagopt.decide._arms import SETTLE_RUNS, Arm, baseline_runs
+from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs,
@@ -22,7 +22,7 @@ from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdi
 from flagopt.decide._race import Race
 from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
 from flagopt.decide._screen import Screen
-from flagopt.decide._settle import settle_run, settling, settling_runs
+from flagopt.decide._settle import settle_run, settling
 from flagopt.decide._stop import Stopping
 from flagopt.space import Space, TrialConfig
 
@@ -98,11 +98,11 @@ class Planner(Screen, Race, Stopping):
         self._model = self.model(records)  # every run's effects, pooled: read by the screen and the race
         used = runs_used(records)
         room = 0 if self.out_of_budget(used) else self.max_trials - used  # runs the budget has left
-        if BASELINE not in here and (settle := settling(arms, records, in_flight, room=room)) is not None:
+        if BASELINE not in here and (settle := settling(arms, in_flight, room=room)) is not None:
             return settle
         stop = self.stop_verdict(records, arms)
         leader = self.leader(arms)
-        if stop is None and leader is not None and settling_runs(leader) >= SETTLE_RUNS:
+        if stop is None and leader is not None and leader.settled is not None:
             # The race ended when it was chosen: the runs after the choice read its claim, and a rival that now reads
             # above it is as high by selection as it was
             if BASELINE not in here and unbracketed(leader, records, slot):

@@ -7,13 +7,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from flagopt import stats
-from flagopt.decide._arms import SETTLE_RUNS, Arm, baseline_runs
+from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import informs_only
 from flagopt.decide._design import settings_of_record
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import Plan, seconds_per_run, settings_set
 from flagopt.decide._runs import CANCELLED, FLAKE, INVALID, RUNNING, RunRecord
-from flagopt.decide._settle import settling_runs
 from flagopt.space import Space, TrialConfig
 
 #: Runs between two controls at the least: with repeats of other configurations the drift between controls is
@@ -76,7 +75,7 @@ class Race:
             return None
         # A winner settled after its choice stays the choice while its own fresh runs still confirm it: the model
         # re-ranking it on the runs that settled it would hand the lead to a rival as high by selection as it was
-        settled = [a for a in winners if settling_runs(a) >= SETTLE_RUNS]
+        settled = [a for a in winners if a.settled is not None]
         if settled:
             return max(settled, key=lambda a: max(r.number for r in a.runs))
         # Among confirmed winners the model decides (its prediction pools every run that set each setting); the
@@ -281,4 +280,3 @@ class Race:
         if self._model is None:
             return 0.0
         return self._model.predict(settings_of_record(self.space, config.settings()), own_runs=False).gain
-

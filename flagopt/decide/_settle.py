@@ -6,7 +6,7 @@ the chosen winner runs ``SETTLE_RUNS`` times more, one after another; its claim 
 (:attr:`~flagopt.decide.Arm.settled`), and confirmation keeps the fresh runs made before the choice.
 
 Example:
-    >>> settling([], [], [], room=10) is None  # no winner is being settled
+    >>> settling([], [], room=10) is None  # no winner is being settled
     True
 """
 
@@ -16,19 +16,13 @@ from collections.abc import Sequence
 
 from flagopt.decide._arms import SETTLE, SETTLE_RUNS, Arm
 from flagopt.decide._plan import Plan, config_of
-from flagopt.decide._runs import RunRecord
-
-
-def settling_runs(arm: Arm) -> int:
-    """How many of ``arm``'s runs were made after it was chosen the winner."""
-    return sum(1 for r in arm.runs if r.attrs.get("phase") == SETTLE)
 
 
 def settle_run(leader: Arm, in_flight: Sequence[Plan], *, room: int) -> Plan | str | None:
     """Before a win verdict on ``leader``: its next run after the choice, ``"wait"`` while the last of them is in flight
     (several slots), or ``None`` once it has them or ``room`` (the runs the budget has left; 0 once its hours are
     spent) cannot hold them and the control that brackets them."""
-    done = settling_runs(leader)
+    done = sum(1 for r in leader.runs if r.attrs.get("phase") == SETTLE)
     flying = sum(1 for p in in_flight if p.repeat_of == leader.first.number and p.attrs.get("phase") == SETTLE)
     if done >= SETTLE_RUNS or room < SETTLE_RUNS - done + 1:
         return None
@@ -38,11 +32,10 @@ def settle_run(leader: Arm, in_flight: Sequence[Plan], *, room: int) -> Plan | s
                 repeat_of=leader.first.number, attrs={"phase": SETTLE})
 
 
-def settling(arms: Sequence[Arm], records: Sequence[RunRecord], in_flight: Sequence[Plan], *,
-             room: int) -> Plan | str | None:
+def settling(arms: Sequence[Arm], in_flight: Sequence[Plan], *, room: int) -> Plan | str | None:
     """The next run of a winner whose runs after the choice began (:func:`settle_run`): they come one after another,
     not with the race in between (a first one that read low reopened it for seven runs on win10-3)."""
     for arm in arms:
-        if 0 < settling_runs(arm) < SETTLE_RUNS:
+        if arm.settled is None and any(r.attrs.get("phase") == SETTLE for r in arm.runs):
             return settle_run(arm, in_flight, room=room)
     return None
