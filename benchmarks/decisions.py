@@ -54,6 +54,7 @@ from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
 from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
+from benchmarks.pooled import load as load_results  # noqa: E402
 from benchmarks._write import SHIPPED, markdown, rich_tables, write_markdown  # noqa: E402
 from benchmarks._spaces import write_space  # noqa: E402
 from flagopt.errors import SpaceError  # noqa: E402
@@ -180,6 +181,24 @@ def cpu_per_strategy(results: Sequence[SeedResult], strategies: Sequence[str]) -
     return ", ".join(f"{s} {v:.0f}" for s, v in spent.items())
 
 
+def joined(results: list[SeedResult], strategies: tuple[str, ...], added: Sequence[SeedResult],
+           ) -> tuple[list[SeedResult], tuple[str, ...]]:
+    """This run's results with ``added`` (``--add-results``), and every strategy among them.
+
+    A strategy, landscape and seed found in both is an error (``SystemExit``): two measurements of one study would
+    count it twice.
+    """
+    if not added:
+        return results, strategies
+    ours = {(r.strategy, r.family or r.landscape, r.seed) for r in results}
+    for r in added:
+        if (r.strategy, r.family or r.landscape, r.seed) in ours:
+            raise SystemExit(f"--add-results: {r.strategy} on {r.family or r.landscape} seed {r.seed} was also run "
+                             "now: add results of other strategies or seeds")
+    names = {r.strategy for r in added} | set(strategies)
+    return [*results, *added], tuple(s for s in STRATEGIES if s in names)
+
+
 def machine() -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     cpu = platform.processor() or "cpu"
@@ -244,6 +263,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="flagopt alone, 3 seeds, shipped landscapes only (unless given explicitly)")
     parser.add_argument("--out", type=Path, help="write the markdown write-up here")
     parser.add_argument("--json", type=Path, help="write every seed's result (choice, verdict, runs, claim) here")
+    parser.add_argument("--add-results", nargs="+", type=Path, default=[], metavar="FILE",
+                        help="results an earlier run saved with --json (other strategies, or one benchmark split "
+                             "across machines) join this run's in the tables and the write-up")
     args = parser.parse_args(argv)
     given = set(sys.argv[1:] if argv is None else argv)
     if args.quick:
@@ -280,6 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("optuna").setLevel(logging.WARNING)
     console = Console() if sys.stdout.isatty() else Console(width=260)
     strategies = tuple(s for s in STRATEGIES if s in args.strategies)
+    added = load_results(args.add_results) if args.add_results else []  # a bad file stops us before the hour's run
     count = {name: args.null_seeds if name in args.null_landscapes else args.seeds for name in args.landscapes}
     count |= {family: args.null_seeds if family in NULL_LANDSCAPES else args.held_out_seeds
               for family in args.families}
@@ -315,8 +338,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not console.is_terminal and done_per[task.name] == expected:  # no live bar in a log
                 console.print(f"{task.name}: {expected} seeds done at {time.time() - started:.0f} s")
     wall = time.time() - started
+    results, strategies = joined(results, strategies, added)
     order = {name: i for i, name in enumerate([*args.landscapes, *args.families])}
-    results.sort(key=lambda r: (order[r.family or r.landscape], strategies.index(r.strategy), r.seed))
+    results.sort(key=lambda r: (order.get(r.family or r.landscape, len(order)), strategies.index(r.strategy), r.seed))
     shipped = [r for r in results if not r.family]
     held_out = [r for r in results if r.family]
     checks = check_targets(shipped) if "flagopt" in strategies else []

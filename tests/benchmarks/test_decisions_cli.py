@@ -51,6 +51,25 @@ def test_flagopt_eq_is_held_to_the_manual_protocols_launches(tmp_path: Path) -> 
     assert runs["flagopt-eq"] <= runs["manual"] < runs["flagopt"]
 
 
+def test_results_of_another_run_join_the_write_up(tmp_path: Path, capsys) -> None:
+    """One benchmark split across two machines: the second run's write-up holds the first run's strategy too."""
+    first = tmp_path / "first.json"
+    assert main(["--seeds", "1", "--landscapes", "pair", "--families", "--jobs", "1", "--strategies", "manual",
+                 "--json", str(first)]) == 0
+    out, both = tmp_path / "bench.md", tmp_path / "both.json"
+    assert main(["--seeds", "1", "--landscapes", "pair", "--families", "--jobs", "1", "--strategies", "manual-x3",
+                 "--add-results", str(first), "--json", str(both), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| pair | manual |" in text and "| pair | manual-x3 |" in text
+    assert sorted(r["strategy"] for r in json.loads(both.read_text())) == ["manual", "manual-x3"]
+    with pytest.raises(SystemExit, match="manual on pair seed 0 was also run now"):
+        main(["--seeds", "1", "--landscapes", "pair", "--families", "--jobs", "1", "--strategies", "manual",
+              "--add-results", str(first)])
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(SystemExit, match="bad.json: not a decisions.py --json file"):
+        main(["--landscapes", "pair", "--strategies", "manual", "--add-results", str(tmp_path / "bad.json")])
+
+
 def test_flagopt_told_confirms_the_true_best_as_its_one_profile(tmp_path: Path) -> None:
     """The bound for the confirmation alone: told the answer, the study races it against the deployed job."""
     from benchmarks.decisions import told_space
