@@ -143,6 +143,18 @@ def test_a_protocol_clearly_worse_alone_is_swapped_in_once(tmp_path):
     assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
 
 
+def test_once_the_line_search_is_spent_the_swap_takes_the_close_rival_first(tmp_path):
+    """Three move-one runs spent the line search: the swap-one goes to the rival the runs cannot tell from the
+    winner's value, not to one clearly worse alone (ppmb-1007: Simple, measured +0.0 %, true +2.0 %, lost its turn
+    to LL, -1.6 %, and the study ended 3 points short)."""
+    moves = [({"overlap": 3, "proto": "Simple"}, 105.0, "move-one"), ({"overlap": 2, "proto": "Simple"}, 104.0,
+             "move-one"), ({"overlap": 4, "proto": "Simple", "pipe": True}, 104.5, "move-one")]
+    space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL": 95.0, "LL128": 101.7},
+                            extra=moves)
+    assert step is not None and step[2] == "swap-one", step
+    assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
+
+
 def test_only_one_swap_one_a_study(tmp_path):
     space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL128": 95.5, "LL": 95.0},
                             extra=[({"overlap": 4, "proto": "LL128"}, 104.0, "swap-one")])
