@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from flagopt.decide._arms import Arm
+from flagopt.decide._arms import SETTLE, Arm
 from flagopt.decide._runs import BASELINE, NO_ENV, RunRecord
 from flagopt.space import TrialConfig
 
@@ -28,6 +28,17 @@ class Plan:
     retries: int = 0
     attrs: dict[str, Any] = field(default_factory=dict)  # recorded on the trial as they are
     slot: str = ""  # where it runs: set by the driver when it launches the plan
+
+    def retry(self, reason: str, first: int) -> Plan:
+        """This plan launched once more after a failure of the infrastructure (``first``: the run it retries).
+
+        A run made after a winner's choice stays one (``phase: settle``): its claim reads those runs alone. A retry
+        that lost the mark counted toward the winner's confirmation instead, and the planner asked for another run
+        after the choice, with the race in between (flaky-1000: 10 runs from the first such run to the verdict).
+        """
+        kept = {"phase": SETTLE} if self.attrs.get("phase") == SETTLE else {}
+        return Plan(self.config, self.kind, reason, repeat_of=self.repeat_of, retry_of=first, retries=self.retries + 1,
+                    attrs=kept)
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,6 @@ class Asking:
                    and (r.number == first or r.attrs.get("retry_of") == first) and r.attrs.get("failure_class")]
         step = failures.after_failure(failure_class, earlier)
         if step == failures.RETRY:
-            self.retry_queue.append(Plan(plan.config, plan.kind, f"retry {plan.retries + 1} after {failure_class}",
-                                         repeat_of=plan.repeat_of, retry_of=first, retries=plan.retries + 1))
+            self.retry_queue.append(plan.retry(f"retry {plan.retries + 1} after {failure_class}", first))
         elif step == failures.STOP:
             self._stop_requested = f"{failure_class} (retries exhausted)"

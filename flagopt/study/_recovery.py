@@ -31,7 +31,8 @@ class Recovery:
             job_id = attrs.get("job_id")
             plan = Plan(_config_from_attrs(attrs), attrs.get("kind", "sampled"), "re-attached",
                         repeat_of=attrs.get("repeat_of"), retry_of=attrs.get("retry_of"), retries=attrs.get("retries", 0),
-                        slot=str(attrs.get("slot") or ""))
+                        slot=str(attrs.get("slot") or ""),
+                        attrs={"phase": attrs["phase"]} if attrs.get("phase") else {})  # its retry keeps the phase
             trial = optuna.trial.Trial(self.study, frozen._trial_id)
             launch = None
             if attrs.get("trial_dir"):

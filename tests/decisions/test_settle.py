@@ -61,3 +61,31 @@ def test_the_runs_after_the_choice_need_room_in_the_budget_and_come_once_each():
     # with several slots, the last one in flight elsewhere: this slot waits
     flying = Plan(plan.config, "repeat", "settling", repeat_of=0, attrs={"phase": "settle"})
     assert settle_run(_arm(1), [flying], room=10) == "wait"
+
+
+def test_a_run_after_the_choice_retried_after_an_infrastructure_failure_is_still_one(tmp_path):
+    """flaky-1000: the first run after the choice hit a coordination timeout. Its retry lost the mark, counted toward
+    confirmation, and the race ran between the runs after the choice: 10 runs from the first of them to the verdict.
+    The retry is a run after the choice, and they come one after another."""
+    runner, verdict = run_study(load_landscape("flaky"), tmp_path, 1000)
+    assert verdict is not None and verdict.reason == "win", verdict
+    records = runner.records()
+    settling = [r for r in records if r.attrs.get("phase") == "settle"]
+    retried = [r for r in settling if r.attrs.get("retry_of") is not None]
+    assert retried and all(r.config_key == verdict.winner["config_key"] for r in settling)
+    assert not any(r.ok for r in records if r.attrs.get("retry_of") in {s.number for s in settling}
+                   and r.attrs.get("phase") != "settle")
+    numbers = [r.number for r in settling]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))  # no race in between
+    assert sum(r.ok for r in settling) == SETTLE_RUNS
+
+
+def test_a_retry_keeps_only_the_mark_of_a_run_after_the_choice():
+    from flagopt.decide import Plan
+    from flagopt.decide._settle import settle_run
+
+    plan = settle_run(_arm(0), [], room=3)
+    again = plan.retry("retry 1 after nccl-init", 7)
+    assert (again.attrs, again.retry_of, again.retries, again.repeat_of) == ({"phase": "settle"}, 7, 1, 0)
+    refine = Plan(plan.config, "probe", "x", attrs={"phase": "refine", "design": "move-one"})
+    assert refine.retry("retry 1 after hang", 3).attrs == {}  # a refinement's retry is not counted twice
