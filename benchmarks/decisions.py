@@ -183,20 +183,19 @@ def cpu_per_strategy(results: Sequence[SeedResult], strategies: Sequence[str]) -
 
 def joined(results: list[SeedResult], strategies: tuple[str, ...], added: Sequence[SeedResult],
            ) -> tuple[list[SeedResult], tuple[str, ...]]:
-    """This run's results with ``added`` (``--add-results``), and every strategy among them.
-
-    A strategy, landscape and seed found in both is an error (``SystemExit``): two measurements of one study would
-    count it twice.
-    """
-    if not added:
-        return results, strategies
-    ours = {(r.strategy, r.family or r.landscape, r.seed) for r in results}
-    for r in added:
-        if (r.strategy, r.family or r.landscape, r.seed) in ours:
-            raise SystemExit(f"--add-results: {r.strategy} on {r.family or r.landscape} seed {r.seed} was also run "
-                             "now: add results of other strategies or seeds")
+    """This run's results with ``added`` (``--add-results``), and every strategy among them."""
     names = {r.strategy for r in added} | set(strategies)
     return [*results, *added], tuple(s for s in STRATEGIES if s in names)
+
+
+def refuse_twice(tasks: Sequence[Task], added: Sequence[SeedResult]) -> None:
+    """``SystemExit`` before any study runs when ``added`` holds a strategy, landscape and seed ``tasks`` run too: two
+    measurements of one study would count it twice."""
+    planned = {(s, t.family or t.name, t.seed) for t in tasks for s in t.strategies}
+    for r in added:
+        if (r.strategy, r.family or r.landscape, r.seed) in planned:
+            raise SystemExit(f"--add-results: {r.strategy} on {r.family or r.landscape} seed {r.seed} was also run "
+                             "now: add results of other strategies or seeds")
 
 
 def machine() -> str:
@@ -312,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              for seed in range(args.first_seed, args.first_seed + count[name])]
     tasks += [Task(family, seed, family, strategies, args.max_trials, options) for family in args.families
               for seed in range(args.first_seed, args.first_seed + count[family])]
+    refuse_twice(tasks, added)
     results: list[SeedResult] = []
     notes: set[str] = set()
     started = time.time()
