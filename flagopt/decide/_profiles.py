@@ -32,14 +32,18 @@ from flagopt.space import Space, TrialConfig, render_value
 PROFILE_REST = "profile-rest"
 #: The design of a profile's run with what the model says could still be added to it (:func:`profile_add_one`).
 PROFILE_ADD_ONE = "profile-add-one"
-#: Both: runs about a catalog profile, one per profile, outside the model's proposal budget.
-PROFILE_DESIGNS = (PROFILE_REST, PROFILE_ADD_ONE)
+#: The design of the best measured recipe's run with another catalog profile's settings (:func:`profile_union`).
+PROFILE_UNION = "profile-union"
+#: All three: runs about a catalog profile, one per profile, outside the model's proposal budget.
+PROFILE_DESIGNS = (PROFILE_REST, PROFILE_ADD_ONE, PROFILE_UNION)
 #: The design of a profile's run without one of its settings, each in turn (:func:`profile_drop_one`): a diagnosis,
 #: not retried or split when it fails (the drop-ones of the other settings go on).
 PROFILE_DROP = "profile-drop-one"
 #: At most this many profiles a study start a profile add-one, the best measured first: the shipped catalog spaces
 #: offer up to four profiles with settings of their own, and each is one more run of the budget.
 MAX_PROFILE_STARTS = 2
+#: At most this many runs a study of the best recipe with another catalog profile, the best measured first.
+MAX_PROFILE_UNIONS = 2
 #: How a profile add-one's label names a param moved from the profile's value (``NAME=NEW for OLD``), and how the
 #: label of its twin with the profile's own values ends (:func:`profile_add_one`): words for people. The engine finds
 #: a profile's add-ones by their label's ``<profile> + `` prefix and reads what moved from their settings.
@@ -242,5 +246,32 @@ def profile_add_one(space: Space, arms: Sequence[Arm], additions: Callable[[dict
         words += [f"{design.probe_label(space.param(n), v)}{MOVED}{render_value(base[n])}" for n, v in moved.items()]
         config = fresh({**base, **moved, **extra}, f"{label} + " + ", ".join(words))
         if config is not None:
+            return config
+    return None
+
+
+def profile_union(space: Space, arms: Sequence[Arm], fresh: Callable[[dict[str, Any], str], TrialConfig | None],
+                  asked: Sequence[tuple[str, Mapping[str, Mapping[str, Any]]]]) -> TrialConfig | None:
+    """The best measured profile with settings of its own (:func:`profile_bases`) with the settings of another
+    measured catalog profile added, the best measured first: that configuration, for at most ``MAX_PROFILE_UNIONS``
+    other profiles a study (``asked``: this design's runs, in flight included), or ``None``. Where the two set one
+    setting to different values the other profile's stands: stacked on a recipe, a profile is a deliberate change
+    of it (rand-recipe-1007: the recipe's NCCL protocol LL128 swapped for the LL of another profile is the best).
+
+    Once each, whatever the model predicts: a catalog's profiles are written to be stacked (a recipe and the NCCL
+    protocol its authors ran it with), and a recipe's settings may pay only with another profile's value. On the
+    held-out rand-recipe family the recipe with another profile was within 1 % of the best where the study ended
+    4-7 points short of it (rand-recipe-1007: the recipe +0.4 %, an NCCL protocol +1.2 %, both +11.1 %, the best
+    +11.5 %); docs/benchmark-decisions.md, forty-ninth session.
+    """
+    bases = profile_bases(space, arms)
+    if not bases or len(asked) >= MAX_PROFILE_UNIONS:
+        return None
+    base, label = bases[0]
+    others = [a for a in arms if a.first.kind == "profile" and a.estimate is not None and a.label != label]
+    for arm in sorted(others, key=lambda a: (-a.estimate.gain, a.label)):  # type: ignore[union-attr]
+        settings = design.settings_of_record(space, arm.first.attrs.get("settings") or {})
+        extra = {n: v for n, v in settings.items() if n not in base or render_value(base[n]) != render_value(v)}
+        if extra and (config := fresh({**base, **extra}, f"{label} + {arm.label}")) is not None:
             return config
     return None

@@ -13,8 +13,9 @@ from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set
-from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one,
-                                      profile_drop_one, profile_without_failures, profile_without_harm)
+from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
+                                      profile_add_one, profile_drop_one, profile_union, profile_without_failures,
+                                      profile_without_harm)
 from flagopt.decide._proposals import OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -145,6 +146,10 @@ class Screen(Proposals):
             if model is not None and not proposals_in_flight else None
         if start is not None:
             return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE
+        union = profile_union(space, arms, fresh, asked_settings(PROFILE_UNION, records, in_flight)) \
+            if model is not None and not proposals_in_flight else None
+        if union is not None:
+            return union, "the best measured recipe with another catalog profile", PROFILE_UNION
         if leader is None and (ahead or not proposals_in_flight):
             # ahead of a combination still running (several slots): its rows need not wait for it
             row = self.balanced_row(records, arms, blames, tried, ahead=ahead and bool(proposals_in_flight))
