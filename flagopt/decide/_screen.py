@@ -140,14 +140,14 @@ class Screen(Proposals):
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
                 return config, "the best value of every param whose pooled effect is above zero", "combination"
+        profiles_due = model is not None and not proposals_in_flight
         start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames),
                                 lambda base: better_values(model, base, self.deployed, blames), fresh,
-                                asked_settings(PROFILE_ADD_ONE, records, in_flight)) \
-            if model is not None and not proposals_in_flight else None
+                                asked_settings(PROFILE_ADD_ONE, records, in_flight)) if profiles_due else None
         if start is not None:
             return start, "what the model says could still be added to a catalog profile", PROFILE_ADD_ONE
         union = profile_union(space, arms, fresh, asked_settings(PROFILE_UNION, records, in_flight)) \
-            if model is not None and not proposals_in_flight else None
+            if profiles_due else None
         if union is not None:
             return union, "the best measured recipe with another catalog profile", PROFILE_UNION
         if leader is None and (ahead or not proposals_in_flight):

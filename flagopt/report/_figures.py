@@ -92,7 +92,7 @@ def _traces(data: StudyData, top: int) -> tuple[Trace, ...]:
         b = data.baselines[0]
         out.append(Trace("baseline-deployed", b.number, steps(b), True))
     # the recommended configuration first: a one-run arm can out-estimate the confirmed winner by noise
-    recommended = data.winner_arm or data.best_arm
+    recommended = data.recommended_arm
     scored = sorted((a for a in data.arms if a.estimate is not None and a.runs and a.kind != "baseline-no-env"),
                     key=lambda a: (a is not recommended, -a.estimate.gain))
     out += [Trace(a.label, a.runs[0].number, steps(a.runs[0]), False) for a in scored[:top]]

@@ -62,7 +62,7 @@ def study_status(data: StudyData, *, now: float | None = None) -> StudyStatus:
         since = r.attrs.get("started_at") or r.attrs.get("submitted_at") or now
         running.append(RunningTrial(r.number, r.label, str(r.attrs.get("reason") or ""), str(r.attrs.get("job_id") or ""),
                                     step, data.window[1], max(0.0, now - float(since)), log, r.slot))
-    best = data.winner_arm or data.best_arm
+    best = data.recommended_arm
     best_text = "-"
     if best is not None:
         est, fresh_runs = data.shown(best)  # the number the leaderboard and the verdict show for it

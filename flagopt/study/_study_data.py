@@ -136,6 +136,11 @@ class StudyData:
         key = (self.winner or {}).get("config_key")
         return next((a for a in self.arms if key and a.config_key == key), None)
 
+    @property
+    def recommended_arm(self) -> Arm | None:
+        """The arm a reader is pointed to: the verdict's winner, else :attr:`best_arm`."""
+        return self.winner_arm or self.best_arm
+
     def shown(self, arm: Arm) -> tuple[stats.ArmEstimate | None, int]:
         """The one estimate every reader shows for ``arm`` (status, leaderboard, report, export), with its fresh runs.
 

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from flagopt.decide import RunRecord, config_of_settings
+from flagopt.space import load_space
+
+
+def space_of(tmp_path, text: str, name: str = "space.yaml"):
+    """The space of YAML ``text`` (indented as a test's literal), written to ``tmp_path / name`` and loaded."""
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return load_space(path)
 
 
 def run(space, number, settings, value=None, *, design="probe", status="ok", failure=None) -> RunRecord:

@@ -3,12 +3,10 @@ written to be stacked; rand-recipe-1007: the recipe with another profile's NCCL 
 
 from __future__ import annotations
 
-import textwrap
-
 from flagopt.decide import arms_of, config_of_settings, settings_of_record
+from flagopt.decide import _profiles
 from flagopt.decide._profiles import MAX_PROFILE_UNIONS, PROFILE_UNION, profile_union
-from flagopt.space import load_space
-from tests.decisions.records import run
+from tests.decisions.records import run, space_of
 from tests.decisions.test_profiles import next_step, profile_run
 
 SPACE = """
@@ -27,10 +25,8 @@ SPACE = """
 OWN = "xla:xla_gpu_enable_triton_gemm"
 
 
-def load(tmp_path):
-    path = tmp_path / "u.yaml"
-    path.write_text(textwrap.dedent(SPACE))
-    return load_space(path)
+def load(tmp_path, text=SPACE):
+    return space_of(tmp_path, text, "u.yaml")
 
 
 def unions(space, records, count):
@@ -66,12 +62,20 @@ def test_the_other_profile_s_value_stands_where_the_two_conflict(tmp_path):
     assert settings_of_record(space, first.settings()) == {OWN: False, "a": True, "c": "LL"}
 
 
-def test_at_most_two_unions_a_study_and_none_that_adds_nothing(tmp_path):
+def test_none_that_adds_nothing(tmp_path):
     space = load(tmp_path)
     configs = unions(space, measured(space), MAX_PROFILE_UNIONS + 1)
     # "gather" sets only what the recipe sets: no union of it, whatever the budget
     assert [c.profile if c else None for c in configs] == ["recipe + ll", "recipe + simple", None]
-    assert MAX_PROFILE_UNIONS == 2
+
+
+def test_at_most_two_unions_a_study(tmp_path, monkeypatch):
+    # a fourth profile that would add a setting of its own, measured lowest: only the cap keeps it out
+    space = load(tmp_path, SPACE + "      cudnn: {xla: {xla_gpu_enable_cudnn_fmha: true}}\n")
+    records = measured(space) + [profile_run(space, 6, "cudnn", 99.5)]
+    assert [c.profile if c else None for c in unions(space, records, 3)] == ["recipe + ll", "recipe + simple", None]
+    monkeypatch.setattr(_profiles, "MAX_PROFILE_UNIONS", 3)
+    assert [c.profile for c in unions(space, records, 3)] == ["recipe + ll", "recipe + simple", "recipe + cudnn"]
 
 
 def test_no_union_without_a_measured_profile_of_settings_of_its_own(tmp_path):

@@ -10,7 +10,7 @@ from dataclasses import replace
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
 from flagopt.decide._profiles import PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, better_values, profile_add_one
 from flagopt.space import load_space
-from tests.decisions.records import run
+from tests.decisions.records import run, space_of
 
 SPACE = """
     name: r
@@ -26,9 +26,7 @@ OWN = "xla:xla_gpu_enable_triton_gemm"
 
 
 def load(tmp_path):
-    path = tmp_path / "r.yaml"
-    path.write_text(textwrap.dedent(SPACE))
-    return load_space(path)
+    return space_of(tmp_path, SPACE, "r.yaml")
 
 
 def load_ll_with_own_setting(tmp_path):
