@@ -129,7 +129,8 @@ def manual_protocol(land: Landscape, seed: int, *, repeats: int = 1) -> Choice:
     per-param best combined.
 
     The pick is the best observed configuration, the claim its throughput over the baseline pair's mean. An
-    infrastructure failure is launched once more; a value that fails otherwise (OOM) is never tried again.
+    infrastructure failure is launched once more; a value that fails otherwise (OOM) is never tried again, and a
+    flag the job's XLA does not know ends its wave (the engineer reads "Unknown flag" and drops it).
 
     ``repeats``: a careful engineer's variant (``manual-x3``): every run of the protocol, the baselines included, is
     made ``repeats`` times in a row and its mean is what is compared. It maps what the engineer's own protocol buys
@@ -159,6 +160,8 @@ def manual_protocol(land: Landscape, seed: int, *, repeats: int = 1) -> Choice:
                 continue
             measured = measure({name: value})
             if measured is None:
+                if bench.log[-1].fault == "unknown_flag":
+                    break
                 continue
             observed.append((measured, {name: value}))
             if measured > top[0]:

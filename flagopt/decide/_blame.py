@@ -9,7 +9,9 @@ crash, NaN loss, a run that stops short) is blamed on a setting when
 
 A hang is retried as the infrastructure's; once the same configuration hangs twice and never ran, it is blamed like
 an out-of-memory run. A value the installed XLA rejects (its run aborted on an unknown flag, or it was not run because
-pre-flight or an earlier run found it) is blamed like one too: no run can ever measure it.
+pre-flight or an earlier run found it) is blamed like one too: no run can ever measure it. Where XLA named the flag
+itself unknown (not a value it could not parse), every value of the setting is blamed: an engineer who sees
+"Unknown flag in XLA_FLAGS: --xla_x=80" does not try 88 and 96 next.
 
 A numeric setting's blame extends beyond it, away from the deployed value (a threshold that runs out of memory at
 64 GiB does at 128 GiB too), unless a run there succeeded. Flaky infrastructure (hangs, NCCL init, preemption) is
@@ -27,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from flagopt.space import Space, render_value
-from flagopt.decide._design import Scalar, same_value, settings_of_record
+from flagopt.decide._design import Scalar, flag_of, same_value, settings_of_record
 from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, INVALID, RUNNING, RunRecord
 
 #: Failure classes the configuration itself causes: the same settings fail the same way again.
@@ -50,6 +52,7 @@ class Blame:
         failed: runs with this setting that failed that way.
         direction: for a numeric param, +1 when every larger value fails too, -1 for smaller ones, 0 for this
             value alone.
+        every: every value of the setting fails (the installed XLA does not know the flag).
     """
 
     param: str
@@ -57,16 +60,22 @@ class Blame:
     failure_class: str
     failed: int
     direction: int = 0
+    every: bool = False
 
     def covers(self, param: str, value: Scalar) -> bool:
         if param != self.param:
             return False
+        if self.every:
+            return True
         if self.direction and _is_number(value) and _is_number(self.value):
             return (float(value) - float(self.value)) * self.direction >= 0  # type: ignore[arg-type]
         return render_value(value) == render_value(self.value)
 
     def sentence(self) -> str:
         beyond = {1: " (and every larger value)", -1: " (and every smaller value)"}.get(self.direction, "")
+        if self.every:
+            return (f"the installed XLA rejects {self.param}={render_value(self.value)} (it does not know the flag: "
+                    f"every value is left out): {self.failure_class}")
         if self.failure_class in REJECTED:  # its probe may never have run: pre-flight found it
             return f"the installed XLA rejects {self.param}={render_value(self.value)}{beyond}: unknown-flag"
         runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
@@ -74,7 +83,7 @@ class Blame:
 
     def to_json(self) -> dict[str, object]:
         return {"param": self.param, "value": self.value, "failure_class": self.failure_class,
-                "failed": self.failed, "direction": self.direction, "sentence": self.sentence()}
+                "failed": self.failed, "direction": self.direction, "every": self.every, "sentence": self.sentence()}
 
 
 def _is_number(value: object) -> bool:
@@ -109,6 +118,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
     ok_values: dict[str, list[Scalar]] = {}
     failures: list[tuple[str, dict[str, Scalar]]] = []
     reproducible: dict[tuple[str, str], list[dict[str, Scalar]]] = {}
+    unknown: dict[str, tuple[Scalar, int]] = {}  # a setting whose flag XLA named unknown: a value it set, runs
     for rec in records:
         if rec.is_baseline or not rec.config_key:
             continue
@@ -121,6 +131,10 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
             failures.append((str(rec.attrs["failure_class"]), settings))
         elif rec.status in (FAILED, INVALID) and rec.attrs.get("failure_class") in REJECTED and settings:
             failures.append((str(rec.attrs["failure_class"]), settings))
+            named = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ())
+            for k, v in settings.items():
+                if flag_of(space, k) in named:
+                    unknown[k] = (unknown.get(k, (v, 0))[0], unknown.get(k, (v, 0))[1] + 1)
         elif rec.attrs.get("failure_class") in REPRODUCIBLE and settings and rec.status not in (CANCELLED, RUNNING):
             reproducible.setdefault((str(rec.attrs["failure_class"]), rec.config_key), []).append(settings)
     # A hang is the infrastructure's until it hangs again: once its retry hangs too (and the configuration never
@@ -142,7 +156,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
         return 0 if any((float(v) - float(value)) * side > 0 for v in ok_values.get(name, ()) if _is_number(v)) \
             else side
 
-    blames: list[Blame] = []
+    blames = [Blame(name, value, "unknown-flag", count, every=True) for name, (value, count) in unknown.items()]
     for failure_class, settings in failures:
         if len(settings) == 1:
             (name, value), = settings.items()

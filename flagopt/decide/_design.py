@@ -116,7 +116,11 @@ def _cast(param: Param, value: float) -> Scalar:
         if param.step:
             out = int(param.low + round((out - param.low) / param.step) * param.step)  # type: ignore[operator]
         return int(min(max(out, param.low), param.high))  # type: ignore[type-var]
-    return float(value)
+    if param.step:
+        value = param.low + round((value - param.low) / param.step) * param.step  # type: ignore[operator]
+    # six significant digits: a grid point of 0.5..0.95 is 0.68 in a label, an env.sh patch and a flag, not
+    # 0.6799999999999999
+    return float(min(max(float(f"{value:.6g}"), param.low), param.high))  # type: ignore[type-var]
 
 
 def _values(param: Param) -> Sequence[Scalar] | None:
@@ -272,6 +276,13 @@ def is_own_setting(name: str) -> bool:
         (True, False)
     """
     return ":" in name
+
+
+def flag_of(space: Space, name: str) -> str:
+    """The flag (or variable) a setting sets: a param's key, or the key of a profile's own ``target:key``, without
+    its leading dashes (as XLA names an unknown flag)."""
+    _, sep, key = name.partition(":")
+    return key.lstrip("-") if sep else str(space.param(name).key).lstrip("-")
 
 
 def probe_label(param: Param, value: Scalar) -> str:

@@ -77,7 +77,7 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
         settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
         rejected = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ()) \
             if rec.attrs.get("failure_class") in REJECTED else set()
-        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None or _flag(space, n) in rejected]
+        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None or design.flag_of(space, n) in rejected]
         if (found := _without(space, rec.profile, settings, blamed, tried)) is not None:
             return found
     return None
@@ -156,12 +156,6 @@ def _costs(model: EffectsModel, name: str, value: Any, loss: float) -> bool:
     """Whether the runs show setting ``name`` to ``value`` costing more than ``loss`` (``HARM_SE`` standard errors)."""
     effect, se = model.effect(name, value)
     return effect + HARM_SE * se < -loss
-
-
-def _flag(space: Space, name: str) -> str:
-    """The flag (or variable) a setting sets: a param's key, or the key of a profile's own ``target:key``."""
-    _, sep, key = name.partition(":")
-    return key.lstrip("-") if sep else str(space.param(name).key).lstrip("-")
 
 
 def profile_bases(space: Space, arms: Sequence[Arm]) -> list[tuple[dict[str, Any], str]]:

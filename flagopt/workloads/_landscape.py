@@ -225,7 +225,8 @@ class Landscape:
                     *(param.lowest_factor() for param in self.params.values())), default=1.0)
 
     def best(self) -> Best:
-        """The true best configuration over every param's candidates, excluding OOM regions (for regret).
+        """The true best configuration over every param's candidates, excluding OOM regions and the flags this
+        landscape's jaxlib does not know (no run can set them: they stay as deployed), for regret.
 
         Params outside every interaction and OOM condition are optimised one by one (their effects multiply);
         the coupled ones are enumerated jointly, so the answer is exact for the model.
@@ -233,7 +234,8 @@ class Landscape:
         pooled = self.pool["hides"] if self.pool else ()
         coupled = {n for item in (*self.interactions, *self.ooms, *pooled) for n in item["when"]}
         chosen = self.resolve({})
-        for name in set(self.params) - coupled:
+        settable = {n: p.candidates() if n not in self.unknown_flags else [chosen[n]] for n, p in self.params.items()}
+        for name in set(self.params) - coupled - set(self.unknown_flags):
             param, current = self.params[name], chosen[name]
             # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
             chosen[name] = max(param.candidates(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
@@ -241,7 +243,7 @@ class Landscape:
         best_combo = tuple(chosen[n] for n in names)
         oom_now = any(_matches(o["when"], chosen) for o in self.ooms)
         best_key = -math.inf if oom_now else round(self._factor(chosen, names), 12)
-        for combo in itertools.product(*(self.params[n].candidates() for n in names)):
+        for combo in itertools.product(*(settable[n] for n in names)):
             trial = {**chosen, **dict(zip(names, combo, strict=True))}
             if any(_matches(o["when"], trial) for o in self.ooms):
                 continue

@@ -101,3 +101,29 @@ def test_a_value_the_installed_xla_rejects_is_blamed_whether_it_ran_or_was_not_r
     assert not_run[0].sentence() == "the installed XLA rejects dbuf=true: unknown-flag"
     # a run that never started for another reason (a submit refused by Slurm) says nothing about the value
     assert blames_of(tmp_path, [rec(1, {DBUF: True}, "invalid", "submit-failed")]) == []
+
+
+def rejected(number: int, xla: dict, *, names: list[str], bad_values: list | None = None) -> RunRecord:
+    """A run XLA aborted at start, with what the failure classifier read from its message."""
+    record = rec(number, xla, "failed", "unknown-flag")
+    record.attrs["failure_details"] = {"flag_names": names, "bad_values": bad_values or []}
+    return record
+
+
+def test_a_flag_xla_does_not_know_is_blamed_for_every_value_and_a_bad_value_for_itself(tmp_path):
+    """"Unknown flag in XLA_FLAGS: --xla_..._bytes=1073741824" names the flag, not the value: no other value of it
+    can run either, so the screen does not probe the next ones (a 41-value range cost three aborted runs before)."""
+    unknown = blames_of(tmp_path, [rejected(1, {AG: 2**30}, names=[AG])])
+    assert [(b.param, b.value, b.every) for b in unknown] == [("ag", 2**30, True)]
+    assert blamed_by(unknown, {"ag": 2**34}) is not None and blamed_by(unknown, {"ag": 2**26}) is not None
+    assert blamed_by(unknown, {"p2p": True}) is None
+    assert unknown[0].sentence() == ("the installed XLA rejects ag=1073741824 (it does not know the flag: every value "
+                                     "is left out): unknown-flag")
+    assert unknown[0].to_json()["every"] is True
+    # a value XLA could not parse ("Couldn't interpret value ...") is that value's fault alone
+    bad = blames_of(tmp_path, [rejected(1, {AG: 2**30}, names=[], bad_values=[[AG, "1073741824"]])])
+    assert [(b.param, b.value, b.every) for b in bad] == [("ag", 2**30, False)]
+    assert blamed_by(bad, {"ag": 2**34}) is None
+    # in a combination, the flag the message names is the one blamed, not its companions
+    combo = blames_of(tmp_path, [rejected(1, {AG: 2**30, P2P: True}, names=[AG])])
+    assert [(b.param, b.every) for b in combo] == [("ag", True)]

@@ -39,6 +39,17 @@ def test_narrow_ranges_every_integer_and_choices_all_but_deployed():
     assert probe_values(flag, "false") == [True]
 
 
+def test_a_float_range_is_screened_at_readable_values():
+    """A linear float range's grid points are what a user would write (0.68, not 0.6799999999999999): they reach
+    labels, flags and the exported env.sh as written."""
+    fraction = Param("mem", "env", "XLA_PYTHON_CLIENT_MEM_FRACTION", type="float", low=0.5, high=0.95)
+    values = probe_values(fraction, "0.75")
+    assert values == [0.5, 0.59, 0.68, 0.77, 0.86, 0.95]
+    assert refine_values(fraction, {0.77: 0.0, 0.86: 0.01, 0.95: 0.0}, "0.75") == [0.815, 0.905]
+    stepped = Param("slop", "xla", "xla_gpu_memory_limit_slop_factor", type="float", low=0.5, high=0.95, step=0.1)
+    assert probe_values(stepped, None) == [0.5, 0.6, 0.7, 0.8, 0.9]  # on its steps, within the range
+
+
 def test_refinement_looks_halfway_to_the_neighbours_of_the_best_grid_point_only():
     measured = {2**26: 0.0, 2**28: 0.02, 2**30: 0.11, 2**32: 0.01, 2**33: 0.0}
     assert refine_values(AG, measured, str(2**33)) == [2**29, 2**31]
