@@ -18,6 +18,9 @@ from flagopt.space import Space, TrialConfig
 #: Runs between two controls at the least: with repeats of other configurations the drift between controls is
 #: measured anyway, and a control every other run spent ~40 % of a study on controls.
 CONTROL_MIN_GAP = 4
+#: A row of the balanced screen is raced once its mean clears ``stop.null_gain`` by this many run-noise sigmas
+#: (:meth:`Race.clear_of_null`).
+ROW_SIGMAS = 3.0
 #: Runs between two controls until the drift is measured (three controls), and at the least after that: every
 #: sixth run was 17 % of a study's runs on controls, every seventh 15-16 %, every ninth 14 % with the within-1 %
 #: and coverage figures kept (seeds 0-29); the effects model reads drift from every run in between.
@@ -111,6 +114,19 @@ class Race:
                 out.append(arm)
         return out
 
+    def clear_of_null(self, arm: Arm) -> bool:
+        """Whether ``arm`` reads above ``stop.null_gain`` by ``ROW_SIGMAS`` run-noise sigmas of its mean: a row of the
+        balanced screen that high is raced like any configuration.
+
+        The rows inform the effects, and the model's next combination carries what they found; but a pair that pays
+        only together is not in an additive model's combination (rand-below-9010: NVLS and double buffering, each
+        -0.1 % alone, +3 % together; the two rows that set both read +4.0 and +4.1 % at 0.5 % run noise, were never
+        run again, and the study ended `null` on a +4 % job). A lucky row on the null landscape (+4 % at 1 % noise)
+        stays below this bar. Measured in docs/benchmark-decisions.md (fiftieth-session note).
+        """
+        est = arm.estimate
+        return est is not None and est.gain - ROW_SIGMAS * self._sigma / math.sqrt(arm.n) >= self.space.stop.null_gain
+
     def candidates(self, arms: Sequence[Arm], in_flight: Sequence[Plan], *, slot: str | None = None,
                    closing: bool = False) -> list[Arm]:
         """Arms whose next run could change the decision: racing against the stop thresholds, or the leader.
@@ -149,7 +165,7 @@ class Race:
                 continue  # the runs in flight are expected to settle it: another would be wasted
             if arm.numerics_flagged and not self.space.numerics.allow or arm.same_program:
                 continue  # a run more could not make it a recommendation
-            if informs_only(arm, self.space.stop.win):
+            if informs_only(arm, self.space.stop.win) and not self.clear_of_null(arm):
                 continue  # a row of the balanced screen informs the effects; the model's next combination carries it
             if top is not None and arm is not top and arm.n < noise.min_runs \
                     and est.gain >= self.within_reach(top.estimate.gain, arm.n):

@@ -175,10 +175,14 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     names, nulls = named_landscapes(stress, None)
     kinds = {name: landscape_kind(load_landscape(name, stress).best().gain) for name in names}
     assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
-                     "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null"}
+                     "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
+                     "stress-unknown-range": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
+    unknown = load_landscape("stress-unknown-range", stress)
+    # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
+    assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110
     lownoise = load_landscape("stress-lownoise", stress)
     assert lownoise.noise["run"] <= 0.002 and max(lownoise.true_gain({n: v}) for n, p in lownoise.params.items()
                                                   for v in p.candidates()) < 0.02  # no single setting near the bar

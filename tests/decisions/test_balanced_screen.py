@@ -238,3 +238,19 @@ def test_a_combination_measured_below_the_win_bar_on_several_runs_no_longer_hold
     assert planner.contender(arms) is None
     step = planner.next_screen(records, arms, [], None)
     assert step is not None and step[2] == "balanced", step
+
+
+def test_a_row_far_above_the_null_bar_is_raced_not_left_to_the_model(tmp_path):
+    """rand-below-9010 (a held-out landscape): NVLS and double buffering read -0.1 % each alone and pay +3 % together.
+    The two rows that set both read +4.0 and +4.1 % at 0.5 % run noise; a row only informs the additive model, whose
+    next combination could not carry a pair, so neither row ran again and the study ended `null` on a +4 % job. A row
+    clear of ``stop.null_gain`` by three run-noise sigmas is raced like any configuration: the study recommends it."""
+    from benchmarks._random_landscapes import random_landscape
+    from tests.decisions.sim_study import run_study
+
+    land = random_landscape("rand-below", 9010, tmp_path)
+    runner, verdict = run_study(land, tmp_path / "study", 9010)
+    raced = [r for r in runner.records() if r.kind == "repeat" and r.profile.startswith("balanced screen")]
+    assert raced, [(r.number, r.kind, r.profile) for r in runner.records()]
+    assert verdict.reason != "null" and verdict.winner is not None, verdict.message
+    assert land.true_gain(verdict.winner["settings"]) >= 0.99 * (1 + land.best().gain) - 1
