@@ -134,7 +134,8 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
             named = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ())
             for k, v in settings.items():
                 if flag_of(space, k) in named:
-                    unknown[k] = (unknown.get(k, (v, 0))[0], unknown.get(k, (v, 0))[1] + 1)
+                    first, count = unknown.get(k, (v, 0))
+                    unknown[k] = (first, count + 1)
         elif rec.attrs.get("failure_class") in REPRODUCIBLE and settings and rec.status not in (CANCELLED, RUNNING):
             reproducible.setdefault((str(rec.attrs["failure_class"]), rec.config_key), []).append(settings)
     # A hang is the infrastructure's until it hangs again: once its retry hangs too (and the configuration never

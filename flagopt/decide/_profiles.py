@@ -77,7 +77,8 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
         settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
         rejected = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ()) \
             if rec.attrs.get("failure_class") in REJECTED else set()
-        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None or design.flag_of(space, n) in rejected]
+        blamed = [n for n, v in settings.items()
+                  if blamed_by(blames, {n: v}) is not None or design.flag_of(space, n) in rejected]
         if (found := _without(space, rec.profile, settings, blamed, tried)) is not None:
             return found
     return None
