@@ -22,7 +22,7 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
-from flagopt.decide._blame import REJECTED, Blame, blamed_by
+from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import asked_before
 from flagopt.decide._runs import CANCELLED, RUNNING, RunRecord
@@ -75,10 +75,8 @@ def profile_without_failures(space: Space, records: Sequence[RunRecord], blames:
                 or any(a.startswith(f"{rec.profile} without ") for a in asked):
             continue  # once a profile: a blame found later would otherwise start another
         settings = design.settings_of_record(space, rec.attrs.get("settings") or {})
-        rejected = set((rec.attrs.get("failure_details") or {}).get("flag_names") or ()) \
-            if rec.attrs.get("failure_class") in REJECTED else set()
-        blamed = [n for n, v in settings.items()
-                  if blamed_by(blames, {n: v}) is not None or design.flag_of(space, n) in rejected]
+        # a flag the failure names unknown is blamed at every value (blame_failures): no second read of its message
+        blamed = [n for n, v in settings.items() if blamed_by(blames, {n: v}) is not None]
         if (found := _without(space, rec.profile, settings, blamed, tried)) is not None:
             return found
     return None

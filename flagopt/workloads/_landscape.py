@@ -235,10 +235,10 @@ class Landscape:
         coupled = {n for item in (*self.interactions, *self.ooms, *pooled) for n in item["when"]}
         chosen = self.resolve({})
         settable = {n: p.candidates() if n not in self.unknown_flags else [chosen[n]] for n, p in self.params.items()}
-        for name in set(self.params) - coupled - set(self.unknown_flags):
+        for name in set(self.params) - coupled:
             param, current = self.params[name], chosen[name]
             # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
-            chosen[name] = max(param.candidates(), key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
+            chosen[name] = max(settable[name], key=lambda v, p=param, c=current: (round(p.factor(v), 12), v == c))
         names = sorted(coupled)
         best_combo = tuple(chosen[n] for n in names)
         oom_now = any(_matches(o["when"], chosen) for o in self.ooms)
