@@ -17,7 +17,8 @@ from __future__ import annotations
 from flagopt.decide._arms import Arm, arms_of, baseline_runs, to_run, value_for
 from flagopt.decide._blame import DETERMINISTIC, Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._design import (changed_settings, config_of_settings, configurations, deployed_values,
-                                    probe_label, probe_values, refine_values, same_value, settings_of_record)
+                                    probe_label, probe_order, probe_values, refine_values, same_value,
+                                    settings_of_record)
 from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, runs_used
 from flagopt.decide._planner import Planner
 from flagopt.decide._runs import (BASELINE, CANCELLED, CANCELLED_WITH_DRIVER, FAILED, FLAKE, INFEASIBLE, INVALID,
@@ -27,6 +28,7 @@ __all__ = [
     "BASELINE", "CANCELLED", "CANCELLED_WITH_DRIVER", "DETERMINISTIC", "FAILED", "FLAKE", "INFEASIBLE", "INVALID",
     "NO_ENV", "OK", "RUNNING", "SAMPLE", "Arm", "Blame", "Plan", "Planner", "RunRecord", "SlotBroken", "Verdict",
     "arm_summary", "arms_of", "baseline_runs", "blame_failures", "blamed_by", "changed_settings", "config_of",
-    "config_of_settings", "configurations", "excluded_by", "deployed_values", "probe_label", "probe_values", "refine_values", "runs_used", "same_value",
+    "config_of_settings", "configurations", "excluded_by", "deployed_values", "probe_label", "probe_order",
+    "probe_values", "refine_values", "runs_used", "same_value",
     "settings_of_record", "to_run", "value_for",
 ]

@@ -13,6 +13,10 @@ pre-flight or an earlier run found it) is blamed like one too: no run can ever m
 itself unknown (not a value it could not parse), every value of the setting is blamed: an engineer who sees
 "Unknown flag in XLA_FLAGS: --xla_x=80" does not try 88 and 96 next.
 
+Settings that each run fine alone and fail together (a pipelined all-gather with a 4 GiB combine threshold runs out
+of memory; either alone does not) are blamed together: no run sets all of them again, and the smallest failing set
+found wins (a combination fails, then its drop-one variant without a third setting: the pair is the culprit).
+
 A numeric setting's blame extends beyond it, away from the deployed value (a threshold that runs out of memory at
 64 GiB does at 128 GiB too), unless a run there succeeded. Flaky infrastructure (hangs, NCCL init, preemption) is
 never blamed on a setting: those are retried instead.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flagopt.space import Space, render_value
 from flagopt.decide._design import Scalar, flag_of, same_value, settings_of_record
@@ -53,6 +58,8 @@ class Blame:
         direction: for a numeric param, +1 when every larger value fails too, -1 for smaller ones, 0 for this
             value alone.
         every: every value of the setting fails (the installed XLA does not know the flag).
+        company: the other settings it fails with, each ``(param, value, direction)``: the run fails only when all
+            of them are set (each ran fine alone); empty for a setting that fails alone.
     """
 
     param: str
@@ -61,18 +68,29 @@ class Blame:
     failed: int
     direction: int = 0
     every: bool = False
+    company: tuple[tuple[str, Scalar, int], ...] = ()
 
     def covers(self, param: str, value: Scalar) -> bool:
-        if param != self.param:
+        """Whether ``param=value`` fails whatever else is set (never for a blame in company)."""
+        if param != self.param or self.company:
             return False
-        if self.every:
-            return True
-        if self.direction and _is_number(value) and _is_number(self.value):
-            return (float(value) - float(self.value)) * self.direction >= 0  # type: ignore[arg-type]
-        return render_value(value) == render_value(self.value)
+        return self.every or _beyond(value, self.value, self.direction)
+
+    def covers_all(self, settings: Mapping[str, Scalar]) -> bool:
+        """Whether ``settings`` set every one of the blame's settings (its company's too)."""
+        return all(name in settings and _beyond(settings[name], value, direction)
+                   for name, value, direction in self.members())
+
+    def members(self) -> tuple[tuple[str, Scalar, int], ...]:
+        return ((self.param, self.value, self.direction), *self.company)
 
     def sentence(self) -> str:
-        beyond = {1: " (and every larger value)", -1: " (and every smaller value)"}.get(self.direction, "")
+        beyond = _BEYOND.get(self.direction, "")
+        if self.company:
+            runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
+            together = " together with ".join(f"{name}={render_value(value)}{_BEYOND.get(direction, '')}"
+                                               for name, value, direction in self.members())
+            return f"{runs} with {together} failed: {self.failure_class} (each runs alone; not together)"
         if self.every:
             return (f"the installed XLA rejects {self.param}={render_value(self.value)} (it does not know the flag: "
                     f"every value is left out): {self.failure_class}")
@@ -83,20 +101,39 @@ class Blame:
 
     def to_json(self) -> dict[str, object]:
         return {"param": self.param, "value": self.value, "failure_class": self.failure_class,
-                "failed": self.failed, "direction": self.direction, "every": self.every, "sentence": self.sentence()}
+                "failed": self.failed, "direction": self.direction, "every": self.every,
+                "company": [{"param": n, "value": v, "direction": d} for n, v, d in self.company],
+                "sentence": self.sentence()}
+
+
+_BEYOND = {1: " (and every larger value)", -1: " (and every smaller value)"}
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _beyond(value: Scalar, blamed: Scalar, direction: int) -> bool:
+    """Whether ``value`` is the blamed value, or past it in ``direction`` (a numeric blame's extension)."""
+    if direction and _is_number(value) and _is_number(blamed):
+        return (float(value) - float(blamed)) * direction >= 0  # type: ignore[arg-type]
+    return render_value(value) == render_value(blamed)
+
+
 def blamed_by(blames: Sequence[Blame], settings: Mapping[str, Scalar]) -> Blame | None:
-    """The first blame that covers one of ``settings`` (param name -> value), or ``None``."""
+    """The first blame that covers one of ``settings`` (param name -> value), else the first whose settings in
+    company ``settings`` all set, or ``None``.
+
+    Example:
+        >>> pair = Blame("ag", 2**32, "oom", failed=1, direction=1, company=(("pipe", True, 0),))
+        >>> blamed_by([pair], {"ag": 2**33}) is None, blamed_by([pair], {"ag": 2**33, "pipe": True}) is pair
+        (True, True)
+    """
     for name, value in settings.items():
         for blame in blames:
             if blame.covers(name, value):
                 return blame
-    return None
+    return next((b for b in blames if b.company and b.covers_all(settings)), None)
 
 
 def excluded_by(blames: Sequence[Blame]) -> Callable[[str, Scalar], bool]:
@@ -116,6 +153,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
     """Every setting the study's deterministic failures are attributed to (see the module docstring)."""
     params = {p.name: p for p in space.params}
     ok_values: dict[str, list[Scalar]] = {}
+    ok_settings: list[dict[str, Scalar]] = []
     failures: list[tuple[str, dict[str, Scalar]]] = []
     reproducible: dict[tuple[str, str], list[dict[str, Scalar]]] = {}
     unknown: dict[str, tuple[Scalar, int]] = {}  # a setting whose flag XLA named unknown: a value it set, runs
@@ -125,6 +163,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
         settings = {k: v for k, v in settings_of_record(space, rec.attrs.get("settings") or {}).items()
                     if k not in params or not same_value(params[k], v, deployed.get(k))}
         if rec.ok:
+            ok_settings.append(settings)
             for k, v in settings.items():
                 ok_values.setdefault(k, []).append(v)
         elif rec.status in (INFEASIBLE, FAILED) and rec.attrs.get("failure_class") in DETERMINISTIC and settings:
@@ -146,12 +185,8 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
             failures.extend((failure_class, settings) for settings in runs)
 
     def direction(name: str, value: Scalar) -> int:
-        param, dep = params.get(name), deployed.get(name)
-        if param is None or param.choices is not None or not _is_number(value) or dep is None:
-            return 0
-        try:
-            side = 1 if float(value) > float(dep) else -1  # type: ignore[arg-type]
-        except ValueError:
+        side = _side(params.get(name), value, deployed.get(name))
+        if not side:
             return 0
         # a larger (smaller) value that ran fine bounds the cliff: blame this value alone
         return 0 if any((float(v) - float(value)) * side > 0 for v in ok_values.get(name, ()) if _is_number(v)) \
@@ -180,4 +215,65 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
             continue
         if not any(b.covers(name, value) for b in blames):
             blames.append(Blame(name, value, failure_class, count, direction(name, value)))
-    return blames
+    return blames + _in_company(failures, blames, ok_settings, params, deployed)
+
+
+def _in_company(failures: Sequence[tuple[str, dict[str, Scalar]]], blames: Sequence[Blame],
+                ok_settings: Sequence[dict[str, Scalar]], params: Mapping[str, Any],
+                deployed: Mapping[str, str | None]) -> list[Blame]:
+    """Blames in company: each failure of two settings or more that no blame explains, smallest first (a pair that
+    failed explains the combination of three that failed before it). A numeric setting's blame extends away from
+    the deployed value, as alone, unless a run with the same company past it ran fine; none is drawn that a run
+    which ran fine contradicts. Blamed one setting at a time, a threshold and a pipelining flag that run out of memory
+    only together were never blamed (stress-combo-oom: 9 launches a study failed for a reason an earlier one showed)."""
+    out: list[Blame] = []
+    for failure_class, settings in sorted(failures, key=lambda f: len(f[1])):
+        if len(settings) < 2 or failure_class in REJECTED or blamed_by([*blames, *out], settings) is not None:
+            continue
+        members = []
+        for name, value in sorted(settings.items()):
+            side = _side(params.get(name), value, deployed.get(name))
+            rest = {k: v for k, v in settings.items() if k != name}
+            if side and any(all(ok.get(k) == v for k, v in rest.items()) and _is_number(ok.get(name))
+                            and (float(ok[name]) - float(value)) * side > 0 for ok in ok_settings):  # type: ignore
+                side = 0  # past it, in the same company, a run ran fine
+            members.append((name, value, side))
+        count = sum(1 for c, s in failures if c == failure_class and s == settings)
+        for kept in (*_same_company(members, [*blames, *out]), members):
+            (name, value, side), *company = kept
+            blame = Blame(name, value, failure_class, count, side, company=tuple(company))
+            if not any(blame.covers_all(ok) for ok in ok_settings):
+                out.append(blame)
+                break
+    return out
+
+
+Member = tuple[str, Scalar, int]
+
+
+def _same_company(members: Sequence[Member], blames: Sequence[Blame]) -> list[list[Member]]:
+    """The members of a new failure that an earlier blame in company names, where they differ from it only in a
+    numeric value nearer the deployed one: the same settings failing together again, at a smaller threshold (a
+    pipelined all-gather with 4 GiB, then with 2 GiB and an overlap limit). Their drop-one variants would only fail
+    once more to show it (stress-combo-oom: one run more per step down)."""
+    mine = {name: (value, side) for name, value, side in members}
+    out = []
+    for blame in blames:
+        if not blame.company or any(name not in mine for name, _, _ in blame.members()) \
+                or len(blame.members()) == len(members):
+            continue
+        same = all(render_value(mine[name][0]) == render_value(value) if not direction
+                   else mine[name][1] == direction for name, value, direction in blame.members())
+        if same:
+            out.append([(name, *mine[name]) for name, _, _ in blame.members()])
+    return out
+
+
+def _side(param: Any, value: Scalar, deployed: str | None) -> int:
+    """+1 (-1) for a numeric value above (below) the deployed one; 0 for any other."""
+    if param is None or param.choices is not None or not _is_number(value) or deployed is None:
+        return 0
+    try:
+        return 1 if float(value) > float(deployed) else -1  # type: ignore[arg-type]
+    except ValueError:
+        return 0

@@ -200,6 +200,54 @@ def probe_values(param: Param, deployed: str | None) -> list[Scalar]:
     return out
 
 
+def probe_order(params: Sequence[Param], deployed: Mapping[str, str | None], budget: int) -> list[tuple[Param, Scalar]]:
+    """Every one-factor probe ``(param, value)`` in the order the screen runs them.
+
+    Param by param, each value in turn (the engineer's order), while the whole screen fits in three quarters of
+    ``budget`` (every shipped space and random family: at most 27 probes of 60; every shipped space at the engineer's
+    own run count), leaving the rest to the model's combination and the confirmations. A wider space goes breadth
+    first: every param's first value, then every param's second, and so on, each numeric param's values spread out
+    (its ends, then between them). Param by param, a 20-setting space spent its 60 runs on the first seventeen
+    settings' probes and never measured the last one, a +6 % setting (stress-huge, docs/benchmark-decisions.md,
+    fifty-first session note).
+
+    Example:
+        >>> a = Param("a", "xla", "a", type="bool", choices=(True, False))
+        >>> b = Param("b", "env", "B", choices=("x", "y"))
+        >>> [(p.name, v) for p, v in probe_order([a, b], {}, 60)]
+        [('a', True), ('a', False), ('b', 'x'), ('b', 'y')]
+        >>> [(p.name, v) for p, v in probe_order([a, b], {}, 4)]
+        [('a', True), ('b', 'x'), ('a', False), ('b', 'y')]
+    """
+    values = {p.name: probe_values(p, deployed.get(p.name)) for p in params}
+    if 4 * sum(len(v) for v in values.values()) <= 3 * budget:
+        return [(p, v) for p in params for v in values[p.name]]
+    spread = {p.name: values[p.name] if p.choices is not None else _spread(values[p.name]) for p in params}
+    rounds = max((len(v) for v in spread.values()), default=0)
+    return [(p, spread[p.name][i]) for i in range(rounds) for p in params if i < len(spread[p.name])]
+
+
+def _spread(values: Sequence[Scalar]) -> list[Scalar]:
+    """``values`` (ascending) reordered so that each prefix covers their range: both ends, then the midpoints.
+
+    Example:
+        >>> _spread([1, 2, 3, 4, 5, 6])
+        [1, 6, 3, 2, 4, 5]
+    """
+    if len(values) <= 2:
+        return list(values)
+    out = [0, len(values) - 1]
+    gaps = [(0, len(values) - 1)]
+    while gaps:
+        lo, hi = gaps.pop(0)
+        if hi - lo < 2:
+            continue
+        mid = (lo + hi) // 2
+        out.append(mid)
+        gaps += [(lo, mid), (mid, hi)]
+    return [values[i] for i in out] + [v for i, v in enumerate(values) if i not in out]
+
+
 def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str | None, *,
                   around_deployed: bool = False) -> list[Scalar]:
     """Neighbours of the best screened value of a numeric param, halfway to the grid points beside it.

@@ -13,7 +13,7 @@ from typing import Any
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BalancedDesigns
-from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._blame import DETERMINISTIC, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import MODEL_DESIGNS
 from flagopt.decide._runs import RunRecord
@@ -83,7 +83,35 @@ class Proposals(BalancedDesigns):
             if (name in names or own and design.is_own_setting(name)) and name not in base and effect + optimism * se > 0.0 \
                     and blamed_by(blames, {name: value}) is None:
                 out[name] = value
-        return dict(sorted(out.items()))
+        return dict(sorted(self._apart(model, base, out, blames, optimism).items()))
+
+    @staticmethod
+    def _apart(model: EffectsModel, base: dict[str, Any], out: dict[str, Any], blames: Sequence[Blame],
+               optimism: float) -> dict[str, Any]:
+        """``out`` changed until no blame in company covers it with ``base``: for each such blame, one of the settings
+        it adds takes its next best value that the blame does not cover (a smaller threshold beside the pipelining
+        flag it ran out of memory with), or is left out, whichever keeps most of the pooled effects. A combination
+        with every param's best value runs out of memory where two of them fail together (stress-combo-oom), and
+        leaving one out loses its gain where a neighbouring value keeps most of it."""
+        for _ in range(len(out)):
+            blame = blamed_by(blames, {**base, **out})
+            if blame is None or not blame.company:
+                return out
+            options = []
+            for name in (n for n, _, _ in blame.members() if n in out):
+                rest = {k: v for k, v in out.items() if k != name}
+                options.append(rest)
+                values = sorted(model.values.get(name, ()), key=lambda v: -model.effect(name, v)[0])
+                for value in values:
+                    effect, se = model.effect(name, value)
+                    if effect + optimism * se > 0.0 and blamed_by(blames, {name: value}) is None \
+                            and not blame.covers_all({**base, **rest, name: value}):
+                        options.append({**rest, name: value})
+                        break
+            if not options:
+                return out
+            out = max(options, key=lambda o: sum(model.effect(n, v)[0] for n, v in o.items()))
+        return out
 
     def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                   records: Sequence[RunRecord], *, categorical_only: bool = False) -> tuple[str, Any, str] | None:
@@ -211,9 +239,13 @@ class Proposals(BalancedDesigns):
         was confirmed left it no add-one run (win10-1012: Tree with a threshold and an overlap limit, confirmed at
         +9.9 %, never ran with the pipelined all-gather, +0.5 % alone, and ended 1.4 pp short of the best).
         """
-        proposed = {r.config_key for r in records if r.attrs.get("design") in MODEL_DESIGNS and not r.stopped_with_driver
-                    and (not refining or r.attrs.get("phase") == "refine")}
-        return len(proposed) < MAX_MODEL_PROPOSALS
+        proposed = {r.config_key: r for r in records if r.attrs.get("design") in MODEL_DESIGNS
+                    and not r.stopped_with_driver and (not refining or r.attrs.get("phase") == "refine")}
+        # A proposal that failed as its settings do together (blamed in company) is no arm to race: the next one
+        # takes another value (stress-combo-oom: a threshold lowered beside the pipelining flag it ran out of
+        # memory with, 4 GiB, then 2 and 1; the 512 MiB that runs was never proposed). Twice the cap in all.
+        failed = sum(1 for r in proposed.values() if not r.ok and r.attrs.get("failure_class") in DETERMINISTIC)
+        return len(proposed) - failed < MAX_MODEL_PROPOSALS and len(proposed) < 2 * MAX_MODEL_PROPOSALS
 
     def worth_running(self, model: EffectsModel | None, settings: dict[str, Any], records: Sequence[RunRecord]) -> bool:
         """Whether a configuration the model proposes is predicted to beat every earlier proposal by half a sigma.

@@ -43,6 +43,7 @@ class Screen(Proposals):
 
     space: Space
     deployed: dict[str, str | None]
+    max_trials: int
     _sigma: float
     _model: EffectsModel | None
 
@@ -83,11 +84,10 @@ class Screen(Proposals):
         by_param = self.single_setting_arms(arms)
         if not space.screen:
             return None
-        for param in () if endgame else space.params:
-            for value in design.probe_values(param, self.deployed.get(param.name)):
-                config = fresh({param.name: value}, design.probe_label(param, value))
-                if config is not None:
-                    return config, f"one-factor probe of {param.name}", "probe"
+        for param, value in () if endgame else design.probe_order(space.params, self.deployed, self.max_trials):
+            config = fresh({param.name: value}, design.probe_label(param, value))
+            if config is not None:
+                return config, f"one-factor probe of {param.name}", "probe"
         pending = any(p.kind in ("probe", "profile") for p in in_flight)
         failed_grid: dict[str, list[Any]] = {}
         for rec in records:

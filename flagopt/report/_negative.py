@@ -127,6 +127,11 @@ def negative_of(data: StudyData) -> tuple[str, ...]:
                 # a cancelled run says nothing about its configuration (scancel, a stopped study)
                 and arm.failures[-1].attrs.get("failure_class", arm.failures[-1].status) != "cancelled"]
     # settings the study learnt to avoid: every run with them failed the same way, so none was launched again
-    blamed = [f"**`{b['param']}={b['value']}`**: {b['sentence']}; not tried again"
-              for b in data.attrs.get("flagopt.blames") or []]
+    blamed = [f"**`{', '.join(f'{m[0]}={m[1]}' for m in _members(b))}`**: {b['sentence']}; not tried "
+              f"{'together ' if b.get('company') else ''}again" for b in data.attrs.get("flagopt.blames") or []]
     return tuple(blamed + negative_lines(findings, failures))
+
+
+def _members(blame: dict) -> list[tuple[str, object]]:
+    """A stored blame's settings: its own, then those it fails in company with (settings that fail only together)."""
+    return [(blame["param"], blame["value"]), *((m["param"], m["value"]) for m in blame.get("company") or ())]

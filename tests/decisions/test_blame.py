@@ -62,9 +62,33 @@ def test_a_shared_setting_of_repeated_combined_failures_is_blamed_once_no_succes
     assert [(b.param, b.value, b.failed) for b in blames] == [("p2p", True, 2)]
 
 
-def test_one_combined_failure_or_a_flaky_one_blames_nothing(tmp_path):
-    assert blames_of(tmp_path, [rec(1, {P2P: True, AG: 2**30}, "infeasible", "oom")]) == []
+def test_one_combined_failure_blames_the_pair_in_company_and_neither_alone(tmp_path):
+    (pair,) = blames_of(tmp_path, [rec(1, {P2P: True, AG: 2**30}, "infeasible", "oom")])
+    assert pair.company and not pair.covers("p2p", True) and not pair.covers("ag", 2**30)
+    assert blamed_by([pair], {"p2p": True}) is None and blamed_by([pair], {"ag": 2**30}) is None
+    # with more settings, or past the failing threshold (away from the deployed 8 GiB), the pair still fails
+    assert blamed_by([pair], {"p2p": True, "ag": 2**29, "dbuf": True}) is pair
+    assert blamed_by([pair], {"p2p": True, "ag": 2**31}) is None
+    assert "together with" in pair.sentence() and pair.to_json()["company"]
     assert blames_of(tmp_path, [rec(1, {P2P: True}, "flake", "hang"), rec(2, {P2P: True}, "flake", "nccl-init")]) == []
+
+
+def test_the_smallest_failing_set_is_blamed_and_a_run_that_ran_fine_bounds_it(tmp_path):
+    """stress-combo-oom: a combination ran out of memory, then its drop-one variant: the pair is the culprit, and a
+    combination with both and a third setting is not run again. A run of the pair past the threshold that ran fine
+    bounds the blame to the failing value."""
+    alone = [rec(5, {P2P: True}), rec(6, {AG: 2**30})]  # each ran fine alone (its one-factor probe)
+    three = rec(1, {P2P: True, AG: 2**30, DBUF: True}, "infeasible", "oom")
+    two = rec(2, {P2P: True, AG: 2**30}, "infeasible", "oom")
+    (blame,) = blames_of(tmp_path, [*alone, three, two])
+    assert sorted(n for n, _, _ in blame.members()) == ["ag", "p2p"] and blame.failed == 1
+    assert blamed_by([blame], {"p2p": True, "ag": 2**28}) is blame
+    fine = rec(3, {P2P: True, AG: 2**28})
+    (bounded,) = blames_of(tmp_path, [*alone, three, two, fine])
+    assert blamed_by([bounded], {"p2p": True, "ag": 2**28}) is None
+    assert blamed_by([bounded], {"p2p": True, "ag": 2**30, "dbuf": False}) is bounded
+    # a run that ran fine with every setting of a failure contradicts it: nothing is blamed
+    assert blames_of(tmp_path, [*alone, two, rec(4, {P2P: True, AG: 2**30, DBUF: True})]) == []
 
 
 def test_blame_covers_only_its_own_param_and_side():

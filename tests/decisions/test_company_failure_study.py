@@ -1,0 +1,50 @@
+"""Settings that run alone and fail together: blamed together, and the combination takes a value that runs.
+
+The real driver on a simulated job (SimExecutor), stress-combo-oom of benchmarks/stress_landscapes.yaml: a +4 %
+all-gather threshold (best at 2 GiB alone) and a +3 % pipelined all-gather each run fine alone and run out of memory
+together from 1 GiB up. Blamed one setting at a time, neither was ever blamed: the study proposed combinations with
+both again and again (9 failed launches a study for a reason an earlier one showed) and never ran the pair below the
+cliff, the true best.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from flagopt.decide import blame_failures, blamed_by, settings_of_record
+from flagopt.report import report_data
+from flagopt.study import study_data
+from flagopt.workloads.sim import landscape_from_data
+from tests.decisions.sim_study import run_study
+
+STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
+AG, PIPE = "xla_gpu_all_gather_combine_threshold_bytes", "xla_gpu_enable_pipelined_all_gather"
+
+
+def test_a_pair_that_fails_together_is_not_run_together_again_and_the_study_finds_the_value_that_runs(tmp_path):
+    land = landscape_from_data("stress-combo-oom", yaml.safe_load(STRESS.read_text())["stress-combo-oom"], STRESS)
+    runner, verdict = run_study(land, tmp_path, 3)
+    planner, records = runner.planner, runner.records()
+    failed = [r for r in records if r.attrs.get("failure_class") == "oom"]
+    assert failed and all(len(r.attrs["settings"]["xla"]) >= 2 for r in failed)  # each fails only in company
+    for i, rec in enumerate(records):
+        if rec.is_baseline or not rec.config_key:
+            continue
+        earlier = blame_failures(planner.space, records[:i], planner.deployed)
+        settings = settings_of_record(planner.space, rec.attrs.get("settings") or {})
+        assert blamed_by(earlier, settings) is None, (rec.number, settings, [b.sentence() for b in earlier])
+    pairs = [b for b in planner.blames(records) if b.company]
+    assert pairs and all(sorted(n for n, _, _ in b.members()) == [AG, PIPE] for b in pairs), \
+        [b.sentence() for b in pairs]
+    both_below = [r for r in records if r.ok and r.attrs.get("design") in ("combination", "add-one", "move-one")
+                  and (r.attrs["settings"]["xla"]).get(PIPE) is True
+                  and 31457287 < (r.attrs["settings"]["xla"]).get(AG, 0) < 2**30]
+    assert both_below, "the model's proposals never ran the pair below the cliff"
+    assert verdict is not None and verdict.winner is not None
+    assert verdict.winner["settings"]["xla"].get(PIPE) is True
+    # the report's negative findings name both settings of each pair, as not tried together again
+    negative = report_data(study_data(f"sqlite:///{tmp_path}/s.db", runner.study.study_name)).negative
+    together = [line for line in negative if "not tried together again" in line]
+    assert len(together) == len(pairs) and all(AG in line and PIPE in line for line in together), negative
