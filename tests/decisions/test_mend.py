@@ -63,3 +63,27 @@ def test_an_out_of_memory_combination_is_not_run_again_as_it_was(tmp_path):
     records = [*screened(space), run(space, 6, combo, design="combination", status="infeasible", failure="oom")]
     _, step = screen(tmp_path, records)
     assert step is None or settings_of_record(space, step[0].settings()) != combo
+
+
+SPACE4 = SPACE + """      d: {xla: xla_gpu_enable_while_loop_double_buffering, choices: [true]}
+"""
+
+
+def test_a_drop_one_that_still_runs_out_of_memory_is_split_in_turn(tmp_path):
+    """stress-combo-oom: two settings that fail together inside a larger combination. Each drop-one of the whole
+    combination that keeps both fails again; the smaller failing set is split next, toward the pair."""
+    path = tmp_path / "m4.yaml"
+    path.write_text(textwrap.dedent(SPACE4))
+    space = load_space(path)
+    combo = {**COMBO, "d": True}
+    records = [*screened(space), run(space, 6, {"d": True}, 100.5), run(space, 7, {}, 100.1),
+               run(space, 8, combo, design="combination", status="infeasible", failure="oom"),
+               run(space, 9, {k: v for k, v in combo.items() if k != "d"}, design="drop-one", status="infeasible",
+                   failure="oom")]
+    planner = Planner(space)
+    planner._sigma = 0.005
+    planner._model = planner.model(records)
+    step = planner.next_screen(records, arms_of(records, space.noise), [], None)
+    assert step is not None and step[2] == "drop-one", step
+    part = settings_of_record(space, step[0].settings())
+    assert len(part) == 2 and "d" not in part, part  # from the three that still failed, not the four
