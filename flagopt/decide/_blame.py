@@ -85,18 +85,17 @@ class Blame:
         return ((self.param, self.value, self.direction), *self.company)
 
     def sentence(self) -> str:
-        beyond = _BEYOND.get(self.direction, "")
+        runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
         if self.company:
-            runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
             together = " together with ".join(f"{name}={render_value(value)}{_BEYOND.get(direction, '')}"
                                                for name, value, direction in self.members())
             return f"{runs} with {together} failed: {self.failure_class} (each runs alone; not together)"
+        beyond = _BEYOND.get(self.direction, "")
         if self.every:
             return (f"the installed XLA rejects {self.param}={render_value(self.value)} (it does not know the flag: "
                     f"every value is left out): {self.failure_class}")
         if self.failure_class in REJECTED:  # its probe may never have run: pre-flight found it
             return f"the installed XLA rejects {self.param}={render_value(self.value)}{beyond}: unknown-flag"
-        runs = "the run" if self.failed == 1 else f"all {self.failed} runs"
         return f"{runs} with {self.param}={render_value(self.value)}{beyond} failed: {self.failure_class}"
 
     def to_json(self) -> dict[str, object]:
