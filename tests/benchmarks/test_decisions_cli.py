@@ -176,7 +176,8 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     kinds = {name: landscape_kind(load_landscape(name, stress).best().gain) for name in names}
     assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
-                     "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win"}
+                     "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
+                     "stress-cat-pair": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -186,6 +187,11 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     best = combo.best().settings
     assert best["xla_gpu_enable_pipelined_all_gather"] is True
     assert best["xla_gpu_all_gather_combine_threshold_bytes"] < 2**30
+    # the categorical pair: its halves are small alone (the protocol costs), together they are most of the best
+    pair = load_landscape("stress-cat-pair", stress)
+    assert pair.best().settings["NCCL_ALGO"] == "Tree" and pair.best().settings["NCCL_PROTO"] == "Simple"
+    assert pair.true_gain({"NCCL_PROTO": "Simple"}) < 0 < pair.true_gain({"NCCL_ALGO": "Tree"}) < 0.01
+    assert pair.true_gain({"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}) > 0.07
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110

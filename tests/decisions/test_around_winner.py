@@ -36,12 +36,12 @@ SPACE = """
 """
 
 
-def run(space, number, settings, value, *, design="probe", kind="probe"):
-    config = config_of_settings(space, settings, kind="probe", profile="p")
+def run(space, number, settings, value, *, design="probe", kind="probe", label="p"):
+    config = config_of_settings(space, settings, kind="probe", profile=label)
     attrs = {"settings": config.settings(), "design": design, "started_at": float(number)}
     if not settings:
         kind = "baseline-deployed"
-    return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", "ok",
+    return RunRecord(number, kind, kind if not settings else label, config.config_key if settings else "", "ok",
                      value, float(number), None, attrs=attrs)
 
 
@@ -61,7 +61,7 @@ def history(space, probes, pipe, rivals=None, simple=102.0):
 
 
 def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.0, extra=()):
-    """The screen's next step after :func:`history` and the ``extra`` runs (settings, tokens/s, design)."""
+    """The screen's next step after :func:`history` and the ``extra`` runs (settings, tokens/s, design[, label])."""
     path = tmp_path / "m.yaml"
     text = textwrap.dedent(SPACE)
     if rivals:
@@ -69,8 +69,8 @@ def next_step(tmp_path, probes, pipe=99.0, sigma=0.005, rivals=None, simple=102.
     path.write_text(text)
     space = load_space(path)
     records = history(space, probes, pipe, rivals, simple)
-    records += [run(space, len(records) + i, settings, value, design=kind)
-                for i, (settings, value, kind) in enumerate(extra)]
+    records += [run(space, len(records) + i, settings, value, design=kind, label=label[0] if label else "p")
+                for i, (settings, value, kind, *label) in enumerate(extra)]
     planner = Planner(space)
     planner._sigma = sigma
     planner._model = planner.model(records)
@@ -155,9 +155,10 @@ def test_once_the_line_search_is_spent_the_swap_takes_the_close_rival_first(tmp_
     assert settings_of_record(space, step[0].settings()) == {"overlap": 4, "proto": "LL128"}
 
 
-def test_only_one_swap_one_a_study(tmp_path):
+def test_only_one_swap_one_a_param(tmp_path):
+    # the swap-one run names the param it swapped in its label, as the screen labels it
     space, step = next_step(tmp_path, {2: 103.0, 3: 96.0, 4: 104.6}, pipe=94.0, rivals={"LL128": 95.5, "LL": 95.0},
-                            extra=[({"overlap": 4, "proto": "LL128"}, 104.0, "swap-one")])
+                            extra=[({"overlap": 4, "proto": "LL128"}, 104.0, "swap-one", "w with proto=LL128")])
     assert step is None or step[2] != "swap-one", step
 
 
