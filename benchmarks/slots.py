@@ -4,6 +4,7 @@ Usage:
     python benchmarks/slots.py --seeds 30 --null-seeds 50 --jobs 2 [--landscapes win10 null] [--families rand-win]
                                [--slots 1 2 4] [--offsets even alt slow-first] [--out docs/benchmark-slots.md]
     python benchmarks/slots.py --quick          # 3 seeds, win10 null rand-win: for iteration
+    python benchmarks/slots.py --landscape-file benchmarks/stress_landscapes.yaml --cells 1 2:alt 4:alt  # held-out shapes
 
 Each cell is the real ``StudyRunner`` on :class:`SimExecutor` with ``N`` slots on a virtual clock: every launch
 holds its slot for one *run length* (60 virtual seconds), slots run side by side, and the wall time to decision is
@@ -54,8 +55,9 @@ from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, TargetCheck  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, random_landscape  # noqa: E402
 from benchmarks._write import kept_notes, markdown_table, sectioned_table, write_markdown  # noqa: E402
-from benchmarks.decisions import LANDSCAPES, NULL_LANDSCAPES, SPAWN, commit, machine  # noqa: E402
-from flagopt.workloads.sim import load_landscape  # noqa: E402
+from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
+from benchmarks.decisions import SPAWN, commit, machine  # noqa: E402
+from flagopt.workloads.sim import LANDSCAPES as SHIPPED_FILE, load_landscape  # noqa: E402
 
 DEFAULT_LANDSCAPES = ("win10", "fsdp64", "pp64", "null")
 DEFAULT_FAMILIES = ("rand-win", "rand-null")
@@ -105,6 +107,7 @@ class Task:
     max_trials: int | None = None
     slow: float = 0.97
     phase_step: float = 7.0
+    landscape_file: str = ""  # where ``name`` is read from ("" = the shipped landscapes file)
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,8 @@ def run_task(task: Task, scratch: str) -> SlotResult:
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
     folder = Path(tempfile.mkdtemp(prefix=f"{task.family or task.name}-{task.seed}-{task.slots}-{task.offset}-",
                                    dir=scratch))
-    land = random_landscape(task.family, task.seed, folder) if task.family else load_landscape(task.name)
+    land = random_landscape(task.family, task.seed, folder) if task.family \
+        else load_landscape(task.name, task.landscape_file or SHIPPED_FILE)
     speed, phase = offsets_of(task.offset, task.slots, task.slow, task.phase_step)
     started = time.perf_counter()
     choice = run_flagopt(land, task.seed, folder / "flagopt", max_trials=task.max_trials, slots=task.slots,
@@ -374,8 +378,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--landscapes", nargs="*", default=None, choices=LANDSCAPES,
-                        help=f"shipped landscapes (default: {' '.join(DEFAULT_LANDSCAPES)}; none with an empty list)")
+    parser.add_argument("--landscapes", nargs="*", default=None, metavar="NAME",
+                        help=f"shipped landscapes, of {', '.join(LANDSCAPES)} (default: {' '.join(DEFAULT_LANDSCAPES)};"
+                             " none with an empty list); with --landscape-file, names in that file (default: all)")
+    parser.add_argument("--landscape-file", type=Path, default=None, metavar="FILE",
+                        help="landscapes of your own, in the schema of flagopt/workloads/landscapes.yaml (e.g. "
+                             "benchmarks/stress_landscapes.yaml); no families unless named")
     parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
                         help=f"held-out families (default: {' '.join(DEFAULT_FAMILIES)}; none with an empty list)")
     parser.add_argument("--held-out-seeds", type=int, default=None, help="landscapes per family (default: --seeds)")
@@ -403,8 +411,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.seeds = args.seeds if "--seeds" in given else 3
         args.landscapes = args.landscapes if "--landscapes" in given else ["win10", "null"]
         args.families = args.families if "--families" in given else ["rand-win"]
-    args.landscapes = list(DEFAULT_LANDSCAPES) if args.landscapes is None else args.landscapes
-    args.families = list(DEFAULT_FAMILIES) if args.families is None else args.families
+    if args.landscapes is None and args.landscape_file is None:
+        args.landscapes = list(DEFAULT_LANDSCAPES)
+    try:
+        args.landscapes, args.null_landscapes = named_landscapes(args.landscape_file, args.landscapes)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.null_landscapes |= {n for n in NULL_LANDSCAPES if n.startswith("rand-")}
+    if args.families is None:  # a file's landscapes alone, unless families are named too
+        args.families = [] if args.landscape_file else list(DEFAULT_FAMILIES)
     args.held_out_seeds = args.seeds if args.held_out_seeds is None else args.held_out_seeds
     args.null_seeds = args.seeds if args.null_seeds is None else args.null_seeds
     args.slots = sorted(set(args.slots))
@@ -444,9 +459,10 @@ def tasks_of(args: argparse.Namespace) -> list[Task]:
     out = []
     for name in [*args.landscapes, *args.families]:
         family = name if name in args.families else ""
-        count = args.null_seeds if name in NULL_LANDSCAPES else args.held_out_seeds if family else args.seeds
+        count = args.null_seeds if name in args.null_landscapes else args.held_out_seeds if family else args.seeds
+        where = "" if family or args.landscape_file is None else str(args.landscape_file)
         for seed in range(args.first_seed, args.first_seed + count):
-            out += [Task(name, seed, n, offset, family, args.max_trials, args.slow, args.phase_step)
+            out += [Task(name, seed, n, offset, family, args.max_trials, args.slow, args.phase_step, where)
                     for n, offset in cells]
     return out
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.slots import COLUMNS, load_results, main, offsets_of, parse_args
+from benchmarks.slots import COLUMNS, load_results, main, offsets_of, parse_args, run_task, tasks_of
 
 
 def _table(text: str) -> list[dict[str, str]]:
@@ -62,6 +62,25 @@ def test_offsets_and_bad_arguments() -> None:
     assert parse_args(["--cells", "1", "4:alt"]).cells == [(1, "one"), (4, "alt")]
     assert parse_args(["--quick"]).landscapes == ["win10", "null"]
     for bad in (["--slots", "2", "4"], ["--cells", "1", "4:fast"], ["--cells", "1:alt"], ["--slow", "1.5"]):
+        with pytest.raises(SystemExit) as exc:
+            parse_args(bad)
+        assert exc.value.code == 2
+
+
+def test_landscapes_of_ones_own_file(tmp_path: Path) -> None:
+    """--landscape-file: the held-out shapes on several slots; a null one takes --null-seeds, no family unless named."""
+    stress = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
+    args = parse_args(["--landscape-file", str(stress), "--landscapes", "stress-cat-pair", "stress-null-wide",
+                       "--seeds", "2", "--null-seeds", "3", "--cells", "1", "2:alt"])
+    assert args.landscapes == ["stress-cat-pair", "stress-null-wide"] and args.families == []
+    tasks = tasks_of(args)
+    assert {(t.name, t.landscape_file) for t in tasks} == {("stress-cat-pair", str(stress)),
+                                                           ("stress-null-wide", str(stress))}
+    assert sum(1 for t in tasks if t.name == "stress-null-wide") == 3 * 2  # --null-seeds, on each cell
+    result = run_task(next(t for t in tasks if t.name == "stress-cat-pair" and t.slots == 2), str(tmp_path))
+    assert result.result.landscape == "stress-cat-pair" and min(result.launches_per_slot) > 0
+    for bad in (["--landscape-file", str(stress), "--landscapes", "win10"],
+                ["--landscape-file", str(tmp_path / "missing.yaml")]):
         with pytest.raises(SystemExit) as exc:
             parse_args(bad)
         assert exc.value.code == 2
