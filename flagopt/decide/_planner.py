@@ -43,6 +43,7 @@ class Planner(Screen, Race, Stopping):
                  default_of: Callable[[str], Any] | None = None, slot_count: int = 1) -> None:
         self.space = space
         self.max_trials = space.stop.budget(slot_count)  # the run budget, grown with the slots unless set
+        self.slot_count = max(slot_count, 1)
         self._direction = space.metric.direction
         self.started_at = started_at or time.time()
         self._sigma = stats.DEFAULT_NOISE_FLOOR  # run noise, re-estimated from the baselines at every decision

@@ -33,6 +33,7 @@ class Race:
     """Part of :class:`~flagopt.decide.Planner`: winners, the leader, the candidates for a repeat."""
 
     space: Space
+    slot_count: int
     _sigma: float
     _direction: str
     _model: EffectsModel | None
@@ -276,11 +277,17 @@ class Race:
 
     def reserve(self, records: Sequence[RunRecord] = ()) -> int:
         """Runs kept at the end of the budget to confirm the best: two contenders to ``min_runs``, and a control,
-        more by the share of ``records`` the infrastructure failed (each such launch counts against the budget).
+        on each slot, more by the share of ``records`` the infrastructure failed (each such launch counts against the
+        budget).
 
-        Example (``min_runs`` 3): 5 runs on a healthy cluster, 6 where one launch in six failed for the machine.
+        On each slot: the slots run side by side, and a combination proposed with one slot's reserve left on two
+        slots got one repeat before the budget ended, the other slot re-running a single probe (stress-huge on two
+        slots: 2 win verdicts of 10, against 10 of 10 on one; docs/benchmark-decisions.md, fifty-second session).
+
+        Example (``min_runs`` 3): 5 runs on a healthy cluster, 6 where one launch in six failed for the machine; 10 on
+        two healthy slots.
         """
-        healthy = 2 * max(self.space.noise.min_runs - 1, 1) + 1
+        healthy = (2 * max(self.space.noise.min_runs - 1, 1) + 1) * self.slot_count
         launched = [r for r in records if r.status not in (INVALID, CANCELLED, RUNNING)]
         flaky = sum(1 for r in launched if r.status == FLAKE) / len(launched) if launched else 0.0
         return math.ceil(healthy / (1.0 - min(flaky, 0.5)) - 1e-9)

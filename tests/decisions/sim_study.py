@@ -14,11 +14,13 @@ from flagopt.study import Progress, StudyRunner, Verdict
 from flagopt.workloads.sim import Landscape
 
 
-def run_study(land: Landscape, tmp_path: Path, seed: int, *, max_trials: int = 60,
+def run_study(land: Landscape, tmp_path: Path, seed: int, *, max_trials: int | None = 60, slots: int = 1,
               **options) -> tuple[StudyRunner, Verdict | None]:
-    """Run the study of ``land`` (``options`` merged into its space file) to its verdict."""
+    """Run the study of ``land`` (``options`` merged into its space file) to its verdict, on ``slots`` identical
+    slots (``max_trials`` ``None``: the budget grows with the slots)."""
     space = write_space(land, seed, tmp_path, max_trials=max_trials, **options)
-    executor = SimExecutor(tmp_path / "jobs", base_env=clean_environment(land))
+    names = [f"slot{i}" for i in range(slots)] if slots > 1 else [""]
+    executor = SimExecutor(tmp_path / "jobs", base_env=clean_environment(land), slots=names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         runner = StudyRunner(space, executor, storage=f"sqlite:///{tmp_path}/s.db", progress=Progress(quiet=True),

@@ -56,3 +56,5 @@ def test_the_reserve_grows_with_the_launches_the_infrastructure_failed(tmp_path)
     assert healthy == 2 * (planner.space.noise.min_runs - 1) + 1
     assert planner.reserve(runs(2, 12)) == healthy + 1  # one launch in six lost: 5 / (5/6) = 6
     assert planner.reserve(runs(11, 12)) == 2 * healthy  # capped: half the launches lost at the most
+    # several slots run side by side: each keeps a reserve of its own
+    assert Planner(load_space(path), slot_count=2).reserve(runs(0, 12)) == 2 * healthy

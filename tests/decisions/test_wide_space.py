@@ -17,6 +17,8 @@ from flagopt.decide import deployed_values, probe_order
 from flagopt.workloads.sim import LANDSCAPES, landscape_from_data
 from tests.decisions.sim_study import run_study
 
+#: A seed of stress-huge on two slots that ended on `budget` with one slot's reserve.
+SEED_TWO_SLOTS = 1
 INERT = ("xla_gpu_reduce_scatter_combine_threshold_bytes", "xla_gpu_all_reduce_combine_threshold_bytes",
          "xla_gpu_collective_permute_combine_threshold_bytes", "xla_gpu_threshold_for_windowed_einsum_mib",
          "xla_gpu_collective_permute_decomposer_threshold")
@@ -62,3 +64,20 @@ def test_a_screen_that_fits_keeps_the_engineers_order(tmp_path):
     wide = [(p.name, v) for p, v in probe_order(space.params, deployed, 40)]
     assert sorted(wide, key=str) == sorted(order, key=str)  # the same probes, in another order
     assert [n for n, _ in wide[:9]] == [p.name for p in space.params]
+
+
+def test_on_two_slots_the_wide_screen_leaves_each_slot_its_reserve_and_the_combination_is_confirmed(tmp_path):
+    """stress-huge (benchmarks/stress_landscapes.yaml: 60 probes) on two slots, a budget of 70: with one slot's
+    reserve the screen probed to the 65th launch, the combination ran with four launches left, and the study ended
+    on `budget` with its +6 % single probe (2 win verdicts in 10 seeds, against 10 of 10 on one slot)."""
+    stress = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
+    land = landscape_from_data("stress-huge", yaml.safe_load(stress.read_text())["stress-huge"], stress)
+    runner, verdict = run_study(land, tmp_path, SEED_TWO_SLOTS, max_trials=None, slots=2)
+    records = [r for r in runner.records() if r.status != "invalid"]
+    assert runner.planner.max_trials == 70 and runner.planner.reserve(records) == 10
+    # no probe once the reserve is reached (less the one launch per slot decided as it was reached)
+    last = records[-(runner.planner.reserve(records) - 2):]
+    assert not [r.number for r in last if r.attrs.get("design") in ("probe", "refine")], \
+        [(r.number, r.attrs.get("design")) for r in last]
+    assert verdict is not None and verdict.reason == "win", verdict.message
+    assert len(verdict.winner["settings"].get("xla") or {}) >= 2  # the combination, not the single +6 % probe
