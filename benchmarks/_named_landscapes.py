@@ -6,6 +6,7 @@ any study starts, so a bad entry is one error naming the file and the key, not a
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,17 @@ LANDSCAPES = ("win10", "fsdp64", "pp64", "h200x2", "null", "ppmb", "pair", "oomc
               "h200x2-measured")
 #: Landscapes whose target (false winner <= 2 %) needs >= 50 seeds: ``--null-seeds`` applies to them.
 NULL_LANDSCAPES = ("null", "rand-null", "rand-null-flaky")
+
+
+def add_landscape_arguments(parser: argparse.ArgumentParser, default: str, file_note: str) -> None:
+    """``--landscapes`` (shipped names, ``default`` when none is given) and ``--landscape-file`` (``file_note``: what
+    a file's landscapes are to this benchmark); :func:`named_landscapes` reads them."""
+    parser.add_argument("--landscapes", nargs="*", default=None, metavar="NAME",
+                        help=f"shipped landscapes, of {', '.join(LANDSCAPES)} (default: {default}; none with an empty "
+                             "list); with --landscape-file, names in that file (default: all of them)")
+    parser.add_argument("--landscape-file", type=Path, default=None, metavar="FILE",
+                        help="landscapes of your own, in the schema of flagopt/workloads/landscapes.yaml "
+                             f"({file_note})")
 
 
 def named_landscapes(path: Path | None, named: Sequence[str] | None) -> tuple[list[str], set[str]]:

@@ -52,7 +52,7 @@ from benchmarks._baselines import (  # noqa: E402
 )
 from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, check_targets, is_flagopt, repeated_failures, summarise  # noqa: E402
-from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
+from benchmarks._named_landscapes import NULL_LANDSCAPES, add_landscape_arguments, named_landscapes  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, FAMILIES, random_landscape  # noqa: E402
 from benchmarks.pooled import load as load_results  # noqa: E402
 from benchmarks._write import SHIPPED, markdown, rich_tables, write_markdown  # noqa: E402
@@ -238,12 +238,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--landscapes", nargs="*", default=None, metavar="NAME",
-                        help=f"shipped landscapes, of {', '.join(LANDSCAPES)} (default: all; none with an empty list)"
-                             "; with --landscape-file, names in that file (default: all of them)")
-    parser.add_argument("--landscape-file", type=Path, default=None, metavar="FILE",
-                        help="landscapes of your own, in the schema of flagopt/workloads/landscapes.yaml (held-out "
-                             "jobs: each is a shipped landscape's peer, its targets set by its true best)")
+    add_landscape_arguments(parser, "all", "held-out jobs: each is a shipped landscape's peer, its targets set by its "
+                                           "true best")
     parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
                         help=f"held-out random families (default: {' '.join(FAMILIES)}, none with --landscape-file; "
                              "none with an empty list; "

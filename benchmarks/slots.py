@@ -55,7 +55,7 @@ from benchmarks._flagopt_run import run_flagopt  # noqa: E402
 from benchmarks._metrics import SeedResult, TargetCheck  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, random_landscape  # noqa: E402
 from benchmarks._write import kept_notes, markdown_table, sectioned_table, write_markdown  # noqa: E402
-from benchmarks._named_landscapes import LANDSCAPES, NULL_LANDSCAPES, named_landscapes  # noqa: E402
+from benchmarks._named_landscapes import NULL_LANDSCAPES, add_landscape_arguments, named_landscapes  # noqa: E402
 from benchmarks.decisions import SPAWN, commit, machine  # noqa: E402
 from flagopt.workloads.sim import LANDSCAPES as SHIPPED_FILE, load_landscape  # noqa: E402
 
@@ -378,12 +378,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=30, help="seeds per shipped landscape (default 30)")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--landscapes", nargs="*", default=None, metavar="NAME",
-                        help=f"shipped landscapes, of {', '.join(LANDSCAPES)} (default: {' '.join(DEFAULT_LANDSCAPES)};"
-                             " none with an empty list); with --landscape-file, names in that file (default: all)")
-    parser.add_argument("--landscape-file", type=Path, default=None, metavar="FILE",
-                        help="landscapes of your own, in the schema of flagopt/workloads/landscapes.yaml (e.g. "
-                             "benchmarks/stress_landscapes.yaml); no families unless named")
+    add_landscape_arguments(parser, " ".join(DEFAULT_LANDSCAPES),
+                            "e.g. benchmarks/stress_landscapes.yaml; no families unless named")
     parser.add_argument("--families", nargs="*", default=None, choices=CHOICES,
                         help=f"held-out families (default: {' '.join(DEFAULT_FAMILIES)}; none with an empty list)")
     parser.add_argument("--held-out-seeds", type=int, default=None, help="landscapes per family (default: --seeds)")
