@@ -413,7 +413,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.landscapes, args.null_landscapes = named_landscapes(args.landscape_file, args.landscapes)
     except ValueError as exc:
         parser.error(str(exc))
-    args.null_landscapes |= {n for n in NULL_LANDSCAPES if n.startswith("rand-")}
     if args.families is None:  # a file's landscapes alone, unless families are named too
         args.families = [] if args.landscape_file else list(DEFAULT_FAMILIES)
     args.held_out_seeds = args.seeds if args.held_out_seeds is None else args.held_out_seeds
@@ -455,7 +454,8 @@ def tasks_of(args: argparse.Namespace) -> list[Task]:
     out = []
     for name in [*args.landscapes, *args.families]:
         family = name if name in args.families else ""
-        count = args.null_seeds if name in args.null_landscapes else args.held_out_seeds if family else args.seeds
+        null = name in (NULL_LANDSCAPES if family else args.null_landscapes)
+        count = args.null_seeds if null else args.held_out_seeds if family else args.seeds
         where = "" if family or args.landscape_file is None else str(args.landscape_file)
         for seed in range(args.first_seed, args.first_seed + count):
             out += [Task(name, seed, n, offset, family, args.max_trials, args.slow, args.phase_step, where)

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flagopt.decide import _design as design
 from flagopt.decide._arms import SETTLE, Arm
 from flagopt.decide._runs import BASELINE, NO_ENV, RunRecord
-from flagopt.space import TrialConfig
+from flagopt.space import Param, TrialConfig
 
 SAMPLE = "sample"
 #: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
@@ -114,6 +115,27 @@ def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Pl
         []
     """
     return [label for label, _ in asked_settings(kind, records, in_flight)]
+
+
+#: What joins a move-one or swap-one variant's base label and the setting it changed (:func:`variant_label`).
+_WITH = " with "
+
+
+def variant_label(base_label: str, param: Param, value: Any) -> str:
+    """The label of ``base_label``'s configuration with ``param`` moved or swapped to ``value``; :func:`varied_param`
+    reads the param back (which param a swap-one run swapped: one swap is asked per param).
+
+    Example:
+        >>> label = variant_label("combination: x", Param("NCCL_PROTO", "env", "NCCL_PROTO", choices=("LL",)), "LL")
+        >>> label, varied_param(label)
+        ('combination: x with NCCL_PROTO=LL', 'NCCL_PROTO')
+    """
+    return f"{base_label}{_WITH}{design.probe_label(param, value)}"
+
+
+def varied_param(label: str) -> str:
+    """The param a :func:`variant_label` names last."""
+    return label.rsplit(_WITH, 1)[-1].split("=", 1)[0]
 
 
 def asked_settings(kind: str, records: Sequence[RunRecord],

@@ -15,7 +15,7 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import DETERMINISTIC, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import MODEL_DESIGNS
+from flagopt.decide._plan import MODEL_DESIGNS, asked_settings, varied_param
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Param, Space
 
@@ -142,8 +142,8 @@ class Proposals(BalancedDesigns):
 
         params = {p.name for p in self.space.params}
         categorical = {n for n, v in base.items() if n in params and _categorical(self.space.param(n), v)}
-        swaps = [(name, design.settings_of_record(self.space, r.attrs.get("settings") or {}))
-                 for name, r in swapped_before(records)]
+        swaps = [(varied_param(label), design.settings_of_record(self.space, settings))
+                 for label, settings in asked_settings("swap-one", records)]
         for name, value in base.items():
             if name in categorical:
                 # a swap is asked once beside each value of the other categorical settings: the protocol swapped
@@ -302,17 +302,6 @@ class Proposals(BalancedDesigns):
         an overlap limit) lost its drop-one run, and the sign flip went unseen in 10 of 30 seeds."""
         effect, se = model.effect(name, value)
         return effect - 3.0 * se > self.space.stop.win
-
-
-def swapped_before(records: Sequence[RunRecord]) -> list[tuple[str, RunRecord]]:
-    """The study's swap-one runs, each with the param it swapped, read from its label (``<base> with NAME=VALUE``).
-
-    Example:
-        >>> swapped_before([])
-        []
-    """
-    return [(str(r.profile).rsplit(" with ", 1)[-1].split("=", 1)[0], r) for r in records
-            if r.attrs.get("design") == "swap-one" and not r.stopped_with_driver]
 
 
 def _categorical(param: Param, value: Any) -> bool:

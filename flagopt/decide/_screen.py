@@ -12,7 +12,7 @@ from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
-from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set
+from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set, variant_label
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
                                       profile_add_one, profile_drop_one, profile_union, profile_without_failures,
                                       profile_without_harm)
@@ -216,7 +216,7 @@ class Screen(Proposals):
             around = (*swap, "other") if swap is not None else None
         if around is not None:
             base, base_label, name, value, kind, which = around
-            config = fresh({**base, name: value}, f"{base_label} with {design.probe_label(space.param(name), value)}")
+            config = fresh({**base, name: value}, variant_label(base_label, space.param(name), value))
             if config is not None:
                 return config, f"is {name}'s {which} value better in {base_label}?", kind
         if settings and len(settings) >= 2:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from flagopt.decide._plan import varied_param
 from flagopt.workloads.sim import landscape_from_data
 from tests.decisions.sim_study import run_study
 
@@ -23,7 +24,7 @@ def test_the_protocol_is_swapped_beside_the_algorithm_and_the_pair_wins(tmp_path
     runner, verdict = run_study(land, tmp_path, 0)
     records = runner.records()
     swaps = [r for r in records if r.attrs.get("design") == "swap-one"]
-    swapped = {r.profile.rsplit(" with ", 1)[-1].split("=")[0] for r in swaps}
+    swapped = {varied_param(r.profile) for r in swaps}
     assert swapped == {"NCCL_ALGO", "NCCL_PROTO"}, [r.profile for r in swaps]
     together = [r for r in records if r.ok and r.attrs["settings"]["env"].get("NCCL_ALGO") == "Tree"
                 and r.attrs["settings"]["env"].get("NCCL_PROTO") == "Simple"]

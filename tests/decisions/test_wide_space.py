@@ -76,7 +76,7 @@ def test_on_two_slots_the_wide_screen_leaves_each_slot_its_reserve_and_the_combi
     records = [r for r in runner.records() if r.status != "invalid"]
     assert runner.planner.max_trials == 70 and runner.planner.reserve(records) == 10
     # no probe once the reserve is reached (less the one launch per slot decided as it was reached)
-    last = records[-(runner.planner.reserve(records) - 2):]
+    last = records[-(runner.planner.reserve(records) - runner.planner.slot_count):]
     assert not [r.number for r in last if r.attrs.get("design") in ("probe", "refine")], \
         [(r.number, r.attrs.get("design")) for r in last]
     assert verdict is not None and verdict.reason == "win", verdict.message
