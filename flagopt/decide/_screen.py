@@ -12,6 +12,7 @@ from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
+from flagopt.decide._pairs import PAIRS, pair_row
 from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set, variant_label
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
                                       profile_add_one, profile_drop_one, profile_union, profile_without_failures,
@@ -239,6 +240,15 @@ class Screen(Proposals):
                 config = fresh(rest, label)
                 if config is not None:
                     return config, f"does {name} matter in {anchor_label}?", "drop-one"
+        if anchor is None and not proposals_in_flight and not endgame and not self.candidates(arms, in_flight) \
+                and not any(a.estimate.gain >= self.within_reach(space.stop.win, a.n) for a in self.eligible(arms)):
+            # nothing near the win bar, not even one setting alone (win10-1023), and nothing left to race against
+            # the null bar (stress-combo-oom-3: a +3 % threshold): the pairs of few-level settings no run has set
+            # together, before a null verdict or a sampled point (_pairs.py)
+            row = pair_row(space, self.deployed, records, blames, tried,
+                           sum(1 for p in in_flight if p.attrs.get("design") == PAIRS))
+            if row is not None:
+                return row, "pairs of settings no run has set together", PAIRS
         return None
 
     @staticmethod

@@ -11,6 +11,7 @@ from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
 from flagopt.decide._blame import Blame, excluded_by
+from flagopt.decide._pairs import pair_row
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -125,7 +126,9 @@ class Stopping:
         if (len(distinct) >= stop.max_null or whole) and not self.candidates(arms, ()) \
                 and not self.promising_unrun(records, arms, stop.null_gain) \
                 and not self.balanced_pending(records, arms) \
-                and self.context_swap(arms, blames, records) is None:
+                and self.context_swap(arms, blames, records) is None \
+                and (self.contender(arms) is not None or not self.space.screen or pair_row(
+                    space, self.deployed, records, blames, {r.config_key for r in records}) is None):
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)

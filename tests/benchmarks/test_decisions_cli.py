@@ -177,7 +177,7 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
-                     "stress-cat-pair": "win"}
+                     "stress-cat-pair": "win", "stress-hidden-pair": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -192,6 +192,12 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert pair.best().settings["NCCL_ALGO"] == "Tree" and pair.best().settings["NCCL_PROTO"] == "Simple"
     assert pair.true_gain({"NCCL_PROTO": "Simple"}) < 0 < pair.true_gain({"NCCL_ALGO": "Tree"}) < 0.01
     assert pair.true_gain({"NCCL_ALGO": "Tree", "NCCL_PROTO": "Simple"}) > 0.07
+    # the hidden pair: neither half helps alone (double buffering costs), the rest stays under the null bar
+    hidden = load_landscape("stress-hidden-pair", stress)
+    db = {"xla_gpu_enable_while_loop_double_buffering": True}
+    assert hidden.true_gain(db) < 0 and abs(hidden.true_gain({"NCCL_PROTO": "LL128"})) < 1e-9
+    assert hidden.true_gain({**db, "NCCL_PROTO": "LL128"}) > 0.07
+    assert hidden.true_gain({**hidden.best().settings, **db, "NCCL_PROTO": None}) < 0.03
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110

@@ -12,6 +12,7 @@ import textwrap
 from dataclasses import replace
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
+from flagopt.decide._pairs import PAIRS, pair_row
 from flagopt.space import load_space
 
 SPACE = """
@@ -52,18 +53,18 @@ def screened(tmp_path, probe_values, combination):
     return space, planner, records
 
 
-def design_rows(space, planner, records, value=100.5):
-    """Run the balanced screen's rows as the planner proposes them (each measured at ``value``)."""
+def design_rows(space, planner, records, value=100.5, design="balanced"):
+    """Run the rows of ``design`` as the planner proposes them (each measured at ``value``)."""
     rows = []
     for _ in range(10):
         planner._model = planner.model(records)
         arms = arms_of(records, space.noise)
         step = planner.next_screen(records, arms, [], None)
-        if step is None or step[2] != "balanced":
+        if step is None or step[2] != design:
             break
         settings = settings_of_record(space, step[0].settings())
         rows.append(frozenset(settings))
-        records.append(run(space, len(records), settings, value, design="balanced"))
+        records.append(run(space, len(records), settings, value, design=design))
     return rows
 
 
@@ -95,7 +96,8 @@ def test_no_balanced_screen_while_a_configuration_is_near_the_win_bar(tmp_path):
 
 def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
     """Nothing matters (every run within 0.3 % of the deployed job) and seven distinct configurations are measured
-    (max_null 7): the null verdict waits for the design's rows, and comes once they are in."""
+    (max_null 7): the null verdict waits for the design's rows, then for the rows that set the booleans' pairs no
+    row set together (_pairs.py), and comes once they are in."""
     space, planner, records = screened(tmp_path, {"ag": 100.2, "rs": 99.9, "ar": 100.1, "p2p": 99.8,
                                                   "dbuf": 100.0}, combination=100.1)
     planner._model = planner.model(records)
@@ -106,7 +108,13 @@ def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
     assert not planner.balanced_pending(records, arms)
-    verdict = planner.stop_verdict(records, arms)
+    pending = pair_row(space, planner.deployed, records, planner.blames(records), set())
+    assert (planner.stop_verdict(records, arms) is None) == (pending is not None)
+    assert design_rows(space, planner, records, value=94.0, design=PAIRS)  # as their parts add up: Simple -6 %
+    assert pair_row(space, planner.deployed, records, planner.blames(records), set()) is None
+    records.append(run(space, len(records), {}, 100.0))  # the drift control after them
+    planner._model = planner.model(records)
+    verdict = planner.stop_verdict(records, arms_of(records, space.noise))
     assert verdict is not None and verdict.reason == "null", verdict
 
 
@@ -127,6 +135,8 @@ def test_no_null_verdict_before_the_combination_the_balanced_screen_follows(tmp_
     assert step is not None and step[2] == "combination"
     records.append(run(space, len(records), settings_of_record(space, step[0].settings()), 100.1, design="combination"))
     assert design_rows(space, planner, records, value=100.0)
+    design_rows(space, planner, records, value=94.0, design=PAIRS)  # then the pairs no row set (parts add up)
+    records.append(run(space, len(records), {}, 100.0))  # and a drift control after them
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
     verdict = planner.stop_verdict(records, arms)

@@ -1,0 +1,112 @@
+"""Rows that set together the pairs of few-level settings no run has set together: before a `null` verdict, a pair
+that only pays in company (an NCCL protocol and double buffering, each nothing or worse alone) is in some run.
+
+The screen's rows hold the settings that measured near or above zero; a pair whose halves read zero and -1.9 % alone
+is in none of them, and no additive model predicts it (rand-win-5020: LL128 with double buffering +9.1 %, the study
+ended `null` with a +7.3 % best; rand-win-5061: Tree with pipelined p2p +8.4 %). A strength-two covering design over
+the booleans and named categoricals: every row sets each boolean's other value and one value of each categorical,
+greedily the values that set most pairs not yet run together. A row is an arm like any other: one that measures near
+the win bar is a contender, and the race and its drop-ones take it from there.
+
+Example:
+    >>> from flagopt.space import Param
+    >>> ps = [Param("a", "xla", "a", choices=(False, True)), Param("p", "env", "P", choices=("x", "y", "z"))]
+    >>> covering_rows(ps, {"a": "false", "p": None}, set(), lambda n, v: False, 3)
+    [{'p': 'x', 'a': True}, {'p': 'y', 'a': True}, {'p': 'z', 'a': True}]
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from flagopt.decide import _design as design
+from flagopt.decide._blame import Blame, blamed_by, excluded_by
+from flagopt.decide._runs import RunRecord
+from flagopt.space import Param, Space, TrialConfig
+
+#: The design label of these rows.
+PAIRS = "pairs"
+#: At most this many rows a study: one per value of the widest categorical covers every boolean beside it, and a
+#: null study pays for each row (its median runs target is 35).
+MAX_PAIR_ROWS = 3
+
+#: The categorical values' combinations a row is chosen from, at most (four categoricals of eight values).
+MAX_COMBOS = 4096
+
+Pair = frozenset[tuple[str, Any]]
+
+
+def few_level(param: Param) -> bool:
+    """A boolean or a categorical of named values (an NCCL algorithm), not numbers offered as choices."""
+    return param.choices is not None and not any(isinstance(c, (int, float)) and not isinstance(c, bool)
+                                                  for c in param.choices)
+
+
+def pairs_of(settings: Mapping[str, Any]) -> set[Pair]:
+    return {frozenset(p) for p in itertools.combinations(settings.items(), 2)}
+
+
+def covering_rows(params: Sequence[Param], deployed: Mapping[str, str | None], covered: set[Pair],
+                  excluded: Callable[[str, Any], bool], limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` rows over the few-level ``params`` (their values other than the deployed one, none
+    ``excluded``) that set the most pairs not in ``covered``, greedily; none once every pair is covered."""
+    values = {p.name: [v for v in design.probe_values(p, deployed.get(p.name)) if not excluded(p.name, v)]
+              for p in params if few_level(p)}
+    values = {n: vs for n, vs in values.items() if vs}
+    wanted = {pair for a, b in itertools.combinations(values, 2) for x in values[a] for y in values[b]
+              for pair in [frozenset({(a, x), (b, y)})]} - covered
+    single = {n: vs[0] for n, vs in values.items() if len(vs) == 1}  # the booleans: one value to set
+    wide = [n for n in values if n not in single]
+    rows: list[dict[str, Any]] = []
+    while wanted and len(rows) < limit:
+
+        def score(row: dict[str, Any]) -> float:
+            # a pair beside a one-value setting counts more: two categoricals of three values have nine pairs that
+            # three rows cannot cover, and the rows are spent on each categorical value beside every boolean
+            new = pairs_of(row) & wanted
+            return len(new) + 0.5 * sum(1 for pair in new if any(n in single for n, _ in pair))
+
+        combos = itertools.islice(itertools.product(*(values[n] for n in wide)), MAX_COMBOS)
+        row = max(({**dict(zip(wide, combo)), **single} for combo in combos), key=score)
+        row = {n: v for n, v in row.items() if n not in single or any(
+            frozenset({(n, v), other}) in wanted for other in row.items() if other[0] != n)}
+        new = pairs_of(row) & wanted
+        if not new:
+            break
+        rows.append(row)
+        wanted -= new
+    return rows
+
+
+def covered_pairs(space: Space, records: Sequence[RunRecord]) -> set[Pair]:
+    """The pairs of settings some successful run (not a control) set together."""
+    out: set[Pair] = set()
+    for rec in records:
+        if rec.ok and not rec.is_baseline:
+            out |= pairs_of(design.settings_of_record(space, rec.attrs.get("settings") or {}))
+    return out
+
+
+def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence[RunRecord], blames: Sequence[Blame],
+             tried: set[str], in_flight: int = 0) -> TrialConfig | None:
+    """The next covering row no run has set (``tried``: config keys run or in flight; ``in_flight``: rows of this
+    design still running), or ``None`` once ``MAX_PAIR_ROWS`` were asked or every pair ran together.
+
+    A row that failed as its settings do together (blamed in company) is run without the blamed settings but one.
+    """
+    asked = in_flight + sum(1 for r in records if r.attrs.get("design") == PAIRS and not r.stopped_with_driver)
+    if asked >= MAX_PAIR_ROWS or 0 < design.configurations(space.params, deployed, excluded=excluded_by(blames)) \
+            < space.stop.max_null:
+        return None  # a small space is measured to its last configuration (Stopping.remaining)
+    for row in covering_rows(space.params, deployed, covered_pairs(space, records), excluded_by(blames),
+                             MAX_PAIR_ROWS - asked):
+        while (blame := blamed_by(blames, row)) is not None and len(row) > 2:
+            row.pop(next(n for n, _, _ in reversed(blame.members()) if n in row))
+        label = "pairs no run set together: " + ", ".join(
+            design.probe_label(space.param(n), v) for n, v in row.items())
+        config = design.config_of_settings(space, row, kind="probe", profile=label)
+        if len(row) >= 2 and config.config_key not in tried and blamed_by(blames, row) is None:
+            return config
+    return None
