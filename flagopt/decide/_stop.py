@@ -11,7 +11,6 @@ from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs, to_run
 from flagopt.decide._blame import Blame, excluded_by
-from flagopt.decide._pairs import pair_row
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -26,6 +25,7 @@ class Stopping:
     promising_unrun: Callable[[Sequence[RunRecord], Sequence[Arm], float], bool]
     balanced_row: Callable[..., Any]
     context_swap: Callable[..., Any]
+    pair_row_due: Callable[..., Any]
     blames: Callable[[Sequence[RunRecord]], Any]
     predicted: Callable[[Arm], float]
     started_at: float
@@ -127,8 +127,7 @@ class Stopping:
                 and not self.promising_unrun(records, arms, stop.null_gain) \
                 and not self.balanced_pending(records, arms) \
                 and self.context_swap(arms, blames, records) is None \
-                and (self.contender(arms) is not None or not self.space.screen or pair_row(
-                    space, self.deployed, records, blames, {r.config_key for r in records}) is None):
+                and self.pair_row_due(records, arms, blames=blames) is None:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)

@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import replace
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
-from flagopt.decide._pairs import PAIRS, pair_row
+from flagopt.decide._pairs import PAIRS
 from flagopt.space import load_space
 
 SPACE = """
@@ -108,10 +108,10 @@ def test_no_null_verdict_while_a_row_of_the_balanced_screen_is_unrun(tmp_path):
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
     assert not planner.balanced_pending(records, arms)
-    pending = pair_row(space, planner.deployed, records, planner.blames(records), set())
-    assert (planner.stop_verdict(records, arms) is None) == (pending is not None)
+    assert planner.pair_row_due(records, arms) is not None  # the booleans' pairs: dbuf never ran with ag, ...
+    assert planner.stop_verdict(records, arms) is None
     assert design_rows(space, planner, records, value=94.0, design=PAIRS)  # as their parts add up: Simple -6 %
-    assert pair_row(space, planner.deployed, records, planner.blames(records), set()) is None
+    assert planner.pair_row_due(records, arms_of(records, space.noise)) is None
     records.append(run(space, len(records), {}, 100.0))  # the drift control after them
     planner._model = planner.model(records)
     verdict = planner.stop_verdict(records, arms_of(records, space.noise))
@@ -135,7 +135,7 @@ def test_no_null_verdict_before_the_combination_the_balanced_screen_follows(tmp_
     assert step is not None and step[2] == "combination"
     records.append(run(space, len(records), settings_of_record(space, step[0].settings()), 100.1, design="combination"))
     assert design_rows(space, planner, records, value=100.0)
-    design_rows(space, planner, records, value=94.0, design=PAIRS)  # then the pairs no row set (parts add up)
+    assert design_rows(space, planner, records, value=94.0, design=PAIRS)  # the pairs no row set (parts add up)
     records.append(run(space, len(records), {}, 100.0))  # and a drift control after them
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
