@@ -240,25 +240,27 @@ class Screen(Proposals):
                 config = fresh(rest, label)
                 if config is not None:
                     return config, f"does {name} matter in {anchor_label}?", "drop-one"
-        if anchor is None and not proposals_in_flight and not endgame \
-                and (row := self.pair_row_due(records, arms, in_flight, blames)) is not None:
+        if (anchor is None or leader is not None) and not proposals_in_flight and not endgame \
+                and (row := self.pair_row_due(records, arms, in_flight, blames, around=leader)) is not None:
             return row, "pairs of settings no run has set together", PAIRS
         return None
 
     def pair_row_due(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan] = (),
-                     blames: Sequence[Blame] | None = None) -> TrialConfig | None:
+                     blames: Sequence[Blame] | None = None, around: Arm | None = None) -> TrialConfig | None:
         """The next row of the pairs no run has set together (_pairs.py), when it is the screen's last proposal: no
         contender, nothing near the win bar, not even one setting alone (win10-1023), and nothing left to race
         against the null bar (stress-combo-oom-3: a +3 % threshold's race waited behind the rows). No null verdict is
-        drawn while one is due."""
+        drawn while one is due. ``around``: the confirmed winner, whose settings every row keeps."""
         win = self.space.stop.win
-        if not self.space.screen or self.contender(arms) is not None \
-                or any(a.estimate.gain >= self.within_reach(win, a.n) for a in self.eligible(arms)) \
-                or self.candidates(arms, in_flight):
+        if not self.space.screen or around is None and (
+                self.contender(arms) is not None or self.candidates(arms, in_flight)
+                or any(a.estimate.gain >= self.within_reach(win, a.n) for a in self.eligible(arms))):
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
+        base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
         return pair_row(self.space, self.deployed, records, self.blames(records) if blames is None else blames, tried,
-                        sum(1 for p in in_flight if p.attrs.get("design") == PAIRS))
+                        sum(1 for p in in_flight if p.attrs.get("design") == PAIRS), base=base,
+                        base_label=around.label if around else "", rank=lambda n, v: self._effect(self._model, n, v))
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:

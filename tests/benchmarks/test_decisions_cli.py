@@ -177,7 +177,7 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
-                     "stress-cat-pair": "win", "stress-hidden-pair": "win"}
+                     "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -198,6 +198,12 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert hidden.true_gain(db) < 0 and abs(hidden.true_gain({"NCCL_PROTO": "LL128"})) < 1e-9
     assert hidden.true_gain({**db, "NCCL_PROTO": "LL128"}) > 0.07
     assert hidden.true_gain({**hidden.best().settings, **db, "NCCL_PROTO": None}) < 0.03
+    # the pair beside a winner: p2p costs alone, and without it the best misses a third of its gain
+    beside = load_landscape("stress-winner-pair", stress)
+    p2p = {"xla_gpu_enable_pipelined_p2p": True}
+    assert beside.true_gain(p2p) < 0 and beside.true_gain({"num_pipeline_microbatches": 16}) > 0.05
+    assert beside.best().settings["NCCL_PROTO"] == "Simple" and beside.best().settings["xla_gpu_enable_pipelined_p2p"]
+    assert beside.true_gain({**beside.best().settings, **{k: False for k in p2p}}) < beside.best().gain - 0.03
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110

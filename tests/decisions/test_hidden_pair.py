@@ -3,7 +3,9 @@
 The covering rows of flagopt/decide/_pairs.py, and the real driver on a simulated job (SimExecutor):
 stress-hidden-pair of benchmarks/stress_landscapes.yaml, where double buffering costs 1.5 % alone, the LL128 protocol
 does nothing alone, and the two pay +9 % together. Every other setting adds up to +2.3 %: without a run that sets
-the pair the study has nothing near the win bar and ends on a `null` verdict or its budget.
+the pair the study has nothing near the win bar and ends on a `null` verdict or its budget. And stress-winner-pair,
+where the microbatch count wins alone and pipelined p2p (-1 % alone) pays +5 % only beside the Simple protocol the
+winner takes: the rows around the winner set it there.
 """
 
 from __future__ import annotations
@@ -47,6 +49,36 @@ def test_rows_skip_pairs_already_run_and_values_left_out():
     rows = covering_rows(PARAMS, DEPLOYED, covered, lambda n, v: n == "algo", 1)
     assert len(rows) == 1 and rows[0]["proto"] == "LL128" and rows[0]["db"] is True and "algo" not in rows[0]
     assert covering_rows(PARAMS, DEPLOYED, every_pair(), lambda n, v: False, 3) == []
+
+
+def test_rows_around_a_winner_keep_its_settings_and_pair_them_with_the_rest():
+    base = {"proto": "Simple", "pag": True, "thr": 4}
+    covered = {frozenset({("proto", "Simple"), ("pag", True)}), frozenset({("proto", "LL"), ("pag", True)})}
+    rows = covering_rows(PARAMS, DEPLOYED, covered, lambda n, v: False, 3, base, lambda n, v: {"Tree": 1.0}.get(v, 0))
+    assert rows and all(row["pag"] is True and row["db"] is True for row in rows)  # the winner's boolean stays set
+    # the first row keeps the winner's protocol, with the algorithm the model rates best; the next swap it for a
+    # value no run set beside the winner's boolean
+    assert rows[0]["proto"] == "Simple" and rows[0]["algo"] == "Tree"
+    assert {row["proto"] for row in rows[1:]} >= {"LL128"}
+    new = set().union(*(pairs_of(r) for r in rows)) - covered
+    assert frozenset({("db", True), ("proto", "Simple")}) in new and frozenset({("proto", "LL128"), ("pag", True)}) in new
+
+
+def test_a_companion_that_pays_only_beside_the_winner_is_run_there_and_wins(tmp_path):
+    data = yaml.safe_load(STRESS.read_text())["stress-winner-pair"]
+    land = landscape_from_data("stress-winner-pair", data, STRESS)
+    p2p = {"xla_gpu_enable_pipelined_p2p": True}
+    assert land.true_gain(p2p) < 0 < land.true_gain({"NCCL_PROTO": "Simple"}) < 0.02
+    runner, verdict = run_study(land, tmp_path, 1)
+    rows = [r for r in runner.records() if r.attrs.get("design") == PAIRS and r.attrs.get("phase") == "refine"]
+    beside = [r for r in rows if r.ok and r.attrs["settings"]["env"].get("NCCL_PROTO") == "Simple"
+              and r.attrs["settings"]["xla"].get("xla_gpu_enable_pipelined_p2p") is True
+              and r.attrs["settings"]["args"].get("num_pipeline_microbatches") == 16]
+    assert beside, [r.profile for r in rows]  # the winner's microbatch count and protocol, with the pair's other half
+    assert verdict is not None and verdict.reason == "win", verdict.message if verdict else None
+    winner = verdict.winner["settings"]
+    assert winner["xla"].get("xla_gpu_enable_pipelined_p2p") is True and winner["env"].get("NCCL_PROTO") == "Simple"
+    assert 1 + land.true_gain(winner) >= 0.99 * (1 + land.best().gain)  # within 1 % of the best; +9.7 % without p2p
 
 
 def test_a_hidden_pair_is_run_together_and_wins(tmp_path):
