@@ -121,6 +121,22 @@ def asked_before(kind: str, records: Sequence[RunRecord], in_flight: Sequence[Pl
 _WITH = " with "
 
 
+#: How a drop-one variant's label begins: ``without NAME: the settings it keeps``.
+DROPPED = "without "
+
+
+def dropped_before(records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> set[str]:
+    """The params whose drop-one question (does it matter in the best configuration?) a run has asked already, or
+    one in flight is asking (a run cancelled with the driver asked nothing: a resumed study asks it again).
+
+    Example:
+        >>> dropped_before([])
+        set()
+    """
+    return {label[len(DROPPED):].split(": ")[0] for label in asked_before("drop-one", records, in_flight)
+            if label.startswith(DROPPED)}
+
+
 def variant_label(base_label: str, param: Param, value: Any) -> str:
     """The label of ``base_label``'s configuration with ``param`` moved or swapped to ``value``; :func:`varied_param`
     reads the param back (which param a swap-one run swapped: one swap is asked per param).

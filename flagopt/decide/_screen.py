@@ -13,30 +13,14 @@ from flagopt.decide._blame import Blame, blame_failures, blamed_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._pairs import PAIRS, pair_row
-from flagopt.decide._plan import MODEL_DESIGNS, Plan, asked_before, asked_settings, settings_set, variant_label
+from flagopt.decide._plan import (DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before, settings_set,
+                                  variant_label)
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
                                       profile_add_one, profile_drop_one, profile_union, profile_without_failures,
                                       profile_without_harm)
 from flagopt.decide._proposals import OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
-
-
-#: How a drop-one variant's label begins: ``without NAME: the settings it keeps``.
-DROPPED = "without "
-
-
-def dropped_before(records: Sequence[RunRecord], in_flight: Sequence[Plan] = ()) -> set[str]:
-    """The params whose drop-one question (does it matter in the best configuration?) a run has asked already, or
-    one in flight is asking (a run cancelled with the driver asked nothing: a resumed study asks it again).
-
-    Example:
-        >>> dropped_before([])
-        set()
-    """
-    return {label[len(DROPPED):].split(": ")[0] for label in asked_before("drop-one", records, in_flight)
-            if label.startswith(DROPPED)}
-
 
 
 class Screen(Proposals):

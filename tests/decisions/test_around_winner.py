@@ -360,7 +360,7 @@ def test_before_a_winner_each_setting_s_drop_one_question_is_asked_once(tmp_path
     """h200x2-1001: three combinations in a row near the win bar, each a setting or two apart; their drop-one variants
     asked of every setting again whether it matters (19 runs), and the +5.9 % best never got the runs a verdict
     needs. A setting dropped once is not dropped again before a winner: the effects model pools that run."""
-    from flagopt.decide._screen import DROPPED, dropped_before
+    from flagopt.decide._plan import DROPPED, dropped_before
     from flagopt.workloads.sim import load_landscape
     from tests.decisions.sim_study import run_study
 
@@ -374,7 +374,7 @@ def test_before_a_winner_each_setting_s_drop_one_question_is_asked_once(tmp_path
 
 def test_a_drop_one_in_flight_counts_as_asked_and_one_cancelled_with_the_driver_does_not():
     from flagopt.decide import Plan
-    from flagopt.decide._screen import dropped_before
+    from flagopt.decide._plan import dropped_before
     from flagopt.space import TrialConfig
 
     def drop(number, name, status="ok", **attrs):
