@@ -61,9 +61,9 @@ def covering_rows(params: Sequence[Param], deployed: Mapping[str, str | None], c
     """Up to ``limit`` rows over the few-level ``params`` (their values other than the deployed one, none
     ``excluded``) that set the most pairs not in ``covered``, greedily; none once every pair is covered.
 
-    ``base``: the settings every row keeps (a winner's); a categorical it sets may take its other values, its own
-    first where the pairs left tie (the row keeps the winner's gain), and the values of the others go best ``rank``
-    first."""
+    ``base``: the settings every row keeps (a winner's); a categorical it sets may take its other values, but a row
+    that keeps more of its values comes first (it keeps the winner's gain), and where the pairs tie the values of
+    the others go best ``rank`` first."""
     base = base or {}
     values = {p.name: [v for v in design.probe_values(p, deployed.get(p.name))
                        if not excluded(p.name, v) or base.get(p.name) == v] for p in params if few_level(p)}
