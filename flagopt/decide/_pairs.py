@@ -124,7 +124,7 @@ def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence
         return None  # a small space is measured to its last configuration (Stopping.remaining)
     base = base or {}
     for row in covering_rows(space.params, deployed, covered_pairs(space, records), excluded_by(blames),
-                             MAX_PAIR_ROWS - asked, base, rank if around else None):
+                             MAX_PAIR_ROWS - asked, base, rank):
         row = {**base, **row}
         while (blame := blamed_by(blames, row)) is not None and len(row) > 2:
             members = [n for n, _, _ in reversed(blame.members()) if n in row and row[n] != base.get(n)]

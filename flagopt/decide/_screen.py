@@ -244,7 +244,8 @@ class Screen(Proposals):
         base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
         return pair_row(self.space, self.deployed, records, self.blames(records) if blames is None else blames, tried,
                         sum(1 for p in in_flight if p.attrs.get("design") == PAIRS), base=base,
-                        base_label=around.label if around else "", rank=lambda n, v: self._effect(self._model, n, v))
+                        base_label=around.label if around else "",
+                        rank=(lambda n, v: self._effect(self._model, n, v)) if around else None)
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
