@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from flagopt.decide._arms import Arm, arms_of, baseline_runs, to_run, value_for
 from flagopt.decide._blame import DETERMINISTIC, Blame, blame_failures, blamed_by, excluded_by
-from flagopt.decide._design import (changed_settings, config_of_settings, configurations, deployed_values,
-                                    probe_label, probe_order, probe_values, refine_values, same_value,
+from flagopt.decide._design import (changed_settings, config_of_settings, deployed_values, probe_label, same_value,
                                     settings_of_record)
+from flagopt.decide._grid import configurations, probe_order, probe_values, refine_values
 from flagopt.decide._plan import SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, runs_used
 from flagopt.decide._planner import Planner
 from flagopt.decide._runs import (BASELINE, CANCELLED, CANCELLED_WITH_DRIVER, FAILED, FLAKE, INFEASIBLE, INVALID,

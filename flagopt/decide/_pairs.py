@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from flagopt.decide import _design as design
+from flagopt.decide import _grid as grid
 from flagopt.decide._blame import Blame, blamed_by, excluded_by
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Param, Space, TrialConfig
@@ -65,7 +66,7 @@ def covering_rows(params: Sequence[Param], deployed: Mapping[str, str | None], c
     that keeps more of its values comes first (it keeps the winner's gain), and where the pairs tie the values of
     the others go best ``rank`` first."""
     base = base or {}
-    values = {p.name: [v for v in design.probe_values(p, deployed.get(p.name))
+    values = {p.name: [v for v in grid.probe_values(p, deployed.get(p.name))
                        if not excluded(p.name, v) or base.get(p.name) == v] for p in params if few_level(p)}
     values = {n: ([base[n]] if isinstance(base[n], bool) else sorted(vs, key=lambda v: v != base[n])) if n in base
               else sorted(vs, key=lambda v: -rank(n, v)) if rank else vs for n, vs in values.items() if vs}
@@ -119,7 +120,7 @@ def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence
     around = base is not None
     asked = in_flight + sum(1 for r in records if r.attrs.get("design") == PAIRS and not r.stopped_with_driver
                             and (r.attrs.get("phase") == "refine") == around)
-    if asked >= MAX_PAIR_ROWS or 0 < design.configurations(space.params, deployed, excluded=excluded_by(blames)) \
+    if asked >= MAX_PAIR_ROWS or 0 < grid.configurations(space.params, deployed, excluded=excluded_by(blames)) \
             < space.stop.max_null:
         return None  # a small space is measured to its last configuration (Stopping.remaining)
     base = base or {}

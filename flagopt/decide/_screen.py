@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flagopt.decide import _design as design
+from flagopt.decide import _grid as grid
 from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by
@@ -69,7 +70,7 @@ class Screen(Proposals):
         by_param = self.single_setting_arms(arms)
         if not space.screen:
             return None
-        for param, value in () if endgame else design.probe_order(space.params, self.deployed, self.max_trials):
+        for param, value in () if endgame else grid.probe_order(space.params, self.deployed, self.max_trials):
             config = fresh({param.name: value}, design.probe_label(param, value))
             if config is not None:
                 return config, f"one-factor probe of {param.name}", "probe"
@@ -104,7 +105,7 @@ class Screen(Proposals):
                     measured[float(self.deployed[param.name])] = 0.0  # type: ignore[arg-type]
                 except ValueError:
                     pass
-            for value in design.refine_values(param, measured, self.deployed.get(param.name), around_deployed=curved):
+            for value in grid.refine_values(param, measured, self.deployed.get(param.name), around_deployed=curved):
                 config = fresh({param.name: value}, design.probe_label(param, value))
                 if config is not None:
                     return config, f"refining {param.name} around its best screened value", "refine"

@@ -9,6 +9,7 @@ from typing import Any
 
 from flagopt import stats
 from flagopt.decide import _design as design
+from flagopt.decide import _grid as grid
 from flagopt.decide._arms import Arm, baseline_runs, to_run
 from flagopt.decide._blame import Blame, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
@@ -120,7 +121,7 @@ class Stopping:
         # too (four booleans: 15, and the sampler re-proposed them until the budget ended, with no verdict). A space
         # of profiles alone keeps max_null: nothing is sampled there, the budget goes to repeats.
         blames = self.blames(records)
-        size = design.configurations(space.params, self.deployed, excluded=excluded_by(blames))
+        size = grid.configurations(space.params, self.deployed, excluded=excluded_by(blames))
         measured = sum(1 for a in distinct if a.kind != NO_ENV)
         whole = 0 < size and size + len(space.profiles) <= measured  # every configuration it can set was measured
         if (len(distinct) >= stop.max_null or whole) and not self.candidates(arms, ()) \
@@ -161,10 +162,10 @@ class Stopping:
         if not self.space.screen:
             return None
         excluded = excluded_by(blames)
-        if not 0 < design.configurations(self.space.params, self.deployed, excluded=excluded) < self.space.stop.max_null:
+        if not 0 < grid.configurations(self.space.params, self.deployed, excluded=excluded) < self.space.stop.max_null:
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver}
-        for settings in design.every_configuration(self.space.params, self.deployed, excluded):
+        for settings in grid.every_configuration(self.space.params, self.deployed, excluded):
             if design.config_of_settings(self.space, settings, kind="probe", profile="").config_key not in tried:
                 label = ", ".join(design.probe_label(self.space.param(n), v) for n, v in settings.items())
                 return design.config_of_settings(self.space, settings, kind="probe", profile="remaining: " + label)
@@ -176,7 +177,7 @@ class Stopping:
         points that all contain a blamed value, each told as not run, until it gave up (30 records of nothing): two
         booleans that each run out of memory alone and a flag the installed XLA does not know leave no configuration.
         """
-        if not blames or design.configurations(self.space.params, self.deployed, excluded=excluded_by(blames)) != 0:
+        if not blames or grid.configurations(self.space.params, self.deployed, excluded=excluded_by(blames)) != 0:
             return None
         return "no configuration of the space can run: " + "; ".join(b.sentence() for b in blames) + \
             "; fix or remove these values"
