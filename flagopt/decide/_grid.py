@@ -8,7 +8,8 @@ then the neighbours of a numeric param's best grid point.
 
 Example:
     >>> from flagopt.space import Param
-    >>> p = Param("ag", "xla", "xla_gpu_all_gather_combine_threshold_bytes", type="int", low=2**26, high=2**36, log=True)
+    >>> p = Param("ag", "xla", "xla_gpu_all_gather_combine_threshold_bytes", type="int", low=2**26, high=2**36,
+    ...           log=True)
     >>> [v.bit_length() - 1 for v in probe_values(p, str(2**33))]
     [26, 28, 30, 32, 34, 36]
 """

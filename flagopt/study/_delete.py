@@ -19,7 +19,7 @@ from pathlib import Path
 import optuna
 
 from flagopt.errors import StudyError
-from flagopt.study._lock import driver_lock
+from flagopt.study._driver_lock import driver_lock
 from flagopt.study._identity import MARKER
 from flagopt.study._storage import load_study, open_storage, shown_url, storage_url, study_folder
 

@@ -27,7 +27,7 @@ from flagopt.study._fingerprint import bind_study
 from flagopt.study._identity import check_identity, claim_folder, study_id
 from flagopt.study._asking import Asking
 from flagopt.study._launching import Launching, Running
-from flagopt.study._lock import driver_lock
+from flagopt.study._driver_lock import driver_lock
 from flagopt.study._observer import StudyObserver
 from flagopt.decide import SAMPLE, Plan, Planner, SlotBroken, Verdict, arm_summary, runs_used
 from flagopt.study._progress import Progress

@@ -4,7 +4,8 @@ A study name is unique only within one storage: two databases (or a sqlite file 
 ``llama-pp`` study, and a team that shares ``$FLAGOPT_ARTIFACTS`` would see both write ``llama-pp/trials/N/``.
 So the driver gives its study an id (study user attr ``flagopt.id``, a uuid, set once under the study lock) and
 claims the study folder with it: ``<folder>/study.json`` names the id and the storage. A folder claimed by another
-study is refused with one line; the lock itself lives in the storage (:mod:`flagopt.study._lock`), not in the folder.
+study is refused with one line; the lock itself lives in the storage (:mod:`flagopt.study._driver_lock`), not in
+the folder.
 
 A study of that name that flagopt did not make (no id, no fingerprint, trials or another direction) is refused too:
 ``run`` never adopts someone else's Optuna study.

@@ -116,7 +116,7 @@ def test_delete_removes_the_study_and_its_folder_and_asks_first(two, capsys, mon
 
 
 def test_delete_is_refused_while_a_driver_holds_the_study(two, capsys):
-    from flagopt.study._lock import driver_lock  # the driver's own lock (a row in the storage), held as a driver holds it
+    from flagopt.study._driver_lock import driver_lock  # the driver's own lock (a row in the storage), held as a driver holds it
     with driver_lock(two, study_folder(two, "toy-fsdp"), "toy-fsdp") as lock:
         lock.acquire()
         assert main(["delete", "toy-fsdp", "--storage", two, "--yes"]) == 1
