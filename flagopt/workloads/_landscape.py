@@ -125,10 +125,13 @@ class Landscape:
         return self._factor(self.resolve(settings, on_baseline=on_baseline)) / self._factor(self.resolve({})) - 1.0
 
     def drift(self, run_index: float) -> float:
-        """Baseline level factor at launch ``run_index``: linear over ``launches`` plus a slow sine."""
+        """Baseline level factor at launch ``run_index``: linear over ``launches`` plus a slow sine, and a level shift
+        of ``shift`` from launch ``shift_at`` on (a node group swapped, a neighbour's job on the fabric)."""
         d = self.drift_model
         phase = 2.0 * math.pi * run_index / float(d.get("period", 1.0))
-        return 1.0 + float(d["total"]) * run_index / float(d["launches"]) + float(d.get("sine", 0.0)) * math.sin(phase)
+        shift = float(d.get("shift", 0.0)) if run_index >= float(d.get("shift_at", math.inf)) else 0.0
+        return 1.0 + float(d["total"]) * run_index / float(d["launches"]) + float(d.get("sine", 0.0)) * math.sin(phase) \
+            + shift
 
     def oom_bytes(self, settings: Mapping[str, Any], *, on_baseline: bool = True) -> int | None:
         """Bytes the job fails to allocate for ``settings``, or ``None`` when it fits."""
@@ -174,6 +177,11 @@ class Landscape:
         gain = self.true_gain(settings, on_baseline=on_baseline)
         level = self.tokens_per_s * (1.0 + gain) * self.drift(run_index if drift_index is None else drift_index) * speed
         level *= 1.0 + float(self.noise["run"]) * rng.standard_normal()
+        if self.noise.get("straggler"):
+            # A straggler: now and then one run is slower by ``straggler_cost`` (half to one and a half times), a slow
+            # node or a noisy neighbour for that run only. Drawn only where configured: other landscapes' noise is kept.
+            slow, size = rng.random() < float(self.noise["straggler"]), float(self.noise.get("straggler_cost", 0.03))
+            level *= 1.0 - (size * (0.5 + rng.random()) if slow else 0.0)
         values = level * (1.0 + float(self.noise["step"]) * rng.standard_normal(steps))
         per_step = self.total_weights / self.devices
         if steps:

@@ -58,6 +58,7 @@ def landscape_from_data(name: str, d: Mapping[str, Any], path: Path | str = LAND
         raise FlagoptError(str(path), f"{name}.flaky", f"probabilities in [0, 1] summing to <= 1 for "
                            f"{', '.join(FLAKY_KINDS)}; got {flaky}")
     pool = _pool(d.get("pool"), f"{name}.pool", path)
+    _check_rough(name, d, path)
     params = {
         pname: SimParam(
             name=pname,
@@ -115,6 +116,24 @@ def _check_setting_names(name: str, d: Mapping[str, Any], params: Mapping[str, S
         if unknown:
             raise FlagoptError(str(path), key, f"{', '.join(unknown)}: not a param of this landscape (its params: "
                                f"{', '.join(params)})")
+
+
+def _check_rough(name: str, d: Mapping[str, Any], path: Path) -> None:
+    """The optional stragglers (``noise.straggler``: a probability, ``noise.straggler_cost``: 0..1) and level shift
+    (``drift.shift`` above -1, from launch ``drift.shift_at`` >= 0) of an entry, checked."""
+    noise, drift = d.get("noise") or {}, d.get("drift") or {}
+    checks = [("noise.straggler", noise.get("straggler", 0.0), lambda v: 0.0 <= v <= 1.0, "a probability in [0, 1]"),
+              ("noise.straggler_cost", noise.get("straggler_cost", 0.03), lambda v: 0.0 <= v < 0.66,
+               "a relative slowdown in [0, 0.66) (a straggler is slower by half to one and a half times it)"),
+              ("drift.shift", drift.get("shift", 0.0), lambda v: v > -1.0, "a relative level shift above -1"),
+              ("drift.shift_at", drift.get("shift_at", 0.0), lambda v: v >= 0.0, "a launch index >= 0")]
+    for key, value, ok, what in checks:
+        try:
+            good = not isinstance(value, bool) and ok(float(value))
+        except (TypeError, ValueError):
+            good = False
+        if not good:
+            raise FlagoptError(str(path), f"{name}.{key}", f"{what}; got {value!r}")
 
 
 def _pool(pool: Any, key: str, path: Path) -> Mapping[str, Any] | None:

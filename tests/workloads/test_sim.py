@@ -286,3 +286,44 @@ def test_a_setting_name_the_landscape_does_not_have_is_one_clear_error(tmp_path:
     path.write_text(text.replace(original, original.replace(right, wrong, 1), 1))  # its first place is in `landscape`
     with pytest.raises(FlagoptError, match=key + r": " + wrong + ": not a param of this landscape"):
         load_landscape(landscape, path)
+
+
+def _rough(tmp_path: Path, name: str, noise: str = "", drift: str = "") -> Path:
+    """The shipped landscapes file with ``noise`` and ``drift`` keys added to ``name``'s entry."""
+    path = tmp_path / "rough.yaml"
+    text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
+    old = "noise: {run: 0.01, step: 0.004}\n  drift: {total: 0.02, launches: 60, sine: 0.005, period: 25}"
+    assert name == "win10" and old in text
+    new = f"noise: {{run: 0.01, step: 0.004{noise}}}\n  drift: {{total: 0.02, launches: 60, sine: 0.005, period: 25{drift}}}"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_stragglers_slow_some_runs_down_and_only_down(tmp_path: Path) -> None:
+    plain = load_landscape("win10")
+    rough = load_landscape("win10", _rough(tmp_path, "win10", noise=", straggler: 0.2, straggler_cost: 0.05"))
+    levels = {}
+    for land in (plain, rough):
+        rng = np.random.default_rng(1)
+        levels[land is rough] = np.array([np.mean(land.sample_run({}, 0, rng)[3:]) for _ in range(600)])
+    ratio = levels[True] / np.median(levels[False])
+    slow = ratio < 1 - 0.04  # far beyond 1 % run noise: a straggler
+    assert 0.1 < slow.mean() < 0.3  # about one run in five
+    assert np.mean(levels[True]) < np.mean(levels[False]) * (1 - 0.005)  # they cost throughput on average
+    assert ratio.max() < 1 + 5 * plain.noise["run"]  # nothing runs faster than its noise allows
+
+
+def test_a_level_shift_moves_the_drift_from_its_launch_on(tmp_path: Path) -> None:
+    plain = load_landscape("win10")
+    moved = load_landscape("win10", _rough(tmp_path, "win10", drift=", shift: -0.03, shift_at: 25"))
+    assert [moved.drift(i) - plain.drift(i) for i in (0, 24)] == [0.0, 0.0]
+    assert [round(moved.drift(i) - plain.drift(i), 6) for i in (25, 50)] == [-0.03, -0.03]
+
+
+@pytest.mark.parametrize(("noise", "drift", "key"), [(", straggler: 1.5", "", "noise.straggler"),
+                                                      (", straggler_cost: 0.9", "", "noise.straggler_cost"),
+                                                      ("", ", shift: -1.2", "drift.shift"),
+                                                      ("", ", shift: 0.02, shift_at: oops", "drift.shift_at")])
+def test_a_bad_straggler_or_shift_is_one_clear_error(tmp_path: Path, noise: str, drift: str, key: str) -> None:
+    with pytest.raises(FlagoptError, match=rf"win10\.{key}"):
+        load_landscape("win10", _rough(tmp_path, "win10", noise=noise, drift=drift))
