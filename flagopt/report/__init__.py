@@ -10,7 +10,8 @@ from __future__ import annotations
 from flagopt.report._figures import FigureData, GainBar, Point, Trace, draw, figure_data, importances
 from flagopt.report._html import render_html
 from flagopt.report._markdown import cell, code, render_markdown
-from flagopt.report._sections import FailureGroup, ReportData, Row, SignFlip, failures_of, report_data, rows_of
+from flagopt.report._content import FailureGroup, ReportData, Row, SignFlip
+from flagopt.report._sections import failures_of, report_data, rows_of
 from flagopt.report._status import StudyStatus, study_status
 from flagopt.report._write import report_stem, write_report
 

@@ -6,7 +6,7 @@ import html
 
 import plotly.graph_objects as go
 
-from flagopt.report._sections import ReportData
+from flagopt.report._content import ReportData
 
 _STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
           "code{background:#f3f3f3;padding:0 .2em}li{margin:.3em 0}.fig{margin:2em 0}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flagopt.report._bubble import bubble_markdown
-from flagopt.report._sections import ReportData, Row
+from flagopt.report._content import ReportData, Row
 from flagopt.study import metric_text
 
 _COLUMNS = "| Profile | Flags | {metric} | step (s) | Δ% vs baseline-deployed | verdict | runs |"

@@ -10,7 +10,8 @@ Example:
 from __future__ import annotations
 
 from flagopt.space._checks import render_value
-from flagopt.space._load import check_workdir, load_space, parse_flag_tokens, read_env_file
+from flagopt.space._files import read_env_file
+from flagopt.space._load import check_workdir, load_space, parse_flag_tokens
 from flagopt.space._model import (
     FLAG_VARIABLES, Baseline, ExecutorSpec, Metric, NoiseSpec, Param, SlurmSpec, Space, StopSpec, TrialConfig,
 )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from sqlalchemy.engine import make_url
 from flagopt.errors import FlagoptError, StudyError
 from flagopt.study._faults import retrying
 from flagopt.study._journal import JournalFile
+from flagopt.study._sqlite_file import MissingStorage, check_sqlite_file
 
 DEFAULT_STORAGE = "sqlite:///studies/flagopt.db"
 JOURNAL_PREFIX = "journal:///"
@@ -37,10 +37,6 @@ DRIVER_PACKAGES = {"pymysql": "PyMySQL (pip install 'flagopt[db]')", "mysqldb": 
                    "psycopg2": "psycopg2-binary", "psycopg": "psycopg", "mysqlconnector": "mysql-connector-python"}
 #: ``scheme://user:password@``: what :func:`shown_url` hides
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@]*@")
-
-
-class MissingStorage(StudyError):
-    """A read-only verb was pointed at a sqlite or journal file that does not exist (or a database without a study)."""
 
 
 class UnreachableStorage(FlagoptError):
@@ -154,68 +150,6 @@ def check_url(url: str) -> None:
                                              f"{'journal:///' if url.startswith('journal') else 'sqlite:///'}"
                                              f"{(path if str(path) not in ('', '.') else Path('studies')) / 'flagopt'}"
                                              f"{'.log' if url.startswith('journal') else '.db'}")
-
-
-#: the first bytes of every sqlite database file
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def check_sqlite_file(path: Path, url: str, *, create: bool = True) -> None:
-    """A damaged sqlite file is said plainly (Optuna would report "exceeding max length" or worse); so is a file that
-    is no sqlite database (a journal file given as ``sqlite:///``), and, for a reader (``create=False``), a database
-    without Optuna's tables (another application's, or an empty file): nothing is created in it."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
-    except OSError:
-        head = SQLITE_HEADER  # unreadable: Optuna says why
-    if head and head != SQLITE_HEADER:
-        if head.startswith(b"{"):
-            raise StudyError(url, None, f"{path} is a journal file, not a sqlite database: use --storage "
-                                        f"journal:///{path}")
-        raise StudyError(url, None, f"{path} is not a sqlite database (it does not start with sqlite's header): "
-                                    "check --storage or $FLAGOPT_STORAGE")
-    tables = _sqlite_tables(path)
-    if tables is not None and not create and "alembic_version" not in tables:
-        raise MissingStorage(url, None, f"no study storage in {path} (no Optuna tables; nothing created): check "
-                                        "--storage or $FLAGOPT_STORAGE")
-    if tables and create and not tables & {"alembic_version", "studies", "flagopt_driver_locks"}:
-        raise StudyError(url, None, f"{path} is another application's sqlite database (tables: "
-                                    f"{', '.join(sorted(tables)[:5])}): give flagopt a file of its own")
-    _quick_check(path, url)
-
-
-def _sqlite_tables(path: Path) -> set[str] | None:
-    """The table names of a sqlite file (``None`` when it cannot be opened: Optuna or quick_check says why)."""
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None
-    try:
-        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return None
-    finally:
-        con.close()
-
-
-def _quick_check(path: Path, url: str) -> None:
-    con = None
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        rows = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
-        lines = [line for row in rows for line in str(row).splitlines() if line and not line.startswith("***")]
-        problem = None if rows == ["ok"] else "; ".join(lines[:2]) + ("; ..." if len(lines) > 2 else "")
-    except sqlite3.OperationalError as exc:
-        problem = None if "unable to open" in str(exc) or "locked" in str(exc) else str(exc)  # Optuna says why
-    except sqlite3.DatabaseError as exc:
-        problem = str(exc)
-    finally:
-        if con is not None:
-            con.close()
-    if problem:
-        raise StudyError(url, None, f"the sqlite file {path} is damaged ({problem}); restore it from a backup, "
-                                    f"or salvage it: sqlite3 {path} .recover | sqlite3 recovered.db")
 
 
 def missing_file_reason(url: str, path: Path) -> str:
