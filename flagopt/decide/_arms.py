@@ -62,7 +62,43 @@ def to_run(rec: RunRecord, direction: str = "maximize") -> stats.Run:
 
 
 def baseline_runs(records: Sequence[RunRecord], direction: str = "maximize") -> list[stats.Run]:
-    return [to_run(r, direction) for r in records if r.is_baseline and r.ok]
+    """The deployed job's successful runs but its stragglers (:func:`stragglers`): the drift gains are read against."""
+    slow = stragglers(records, direction)
+    return [to_run(r, direction) for r in records if r.is_baseline and r.ok and r.number not in slow]
+
+
+#: The last answer of :func:`stragglers`, by the runs it was asked about: a decision asks several times.
+_LAST_STRAGGLERS: list[tuple[tuple, frozenset[int]]] = []
+
+
+def stragglers(records: Sequence[RunRecord], direction: str = "maximize") -> frozenset[int]:
+    """The numbers of the successful runs that read far below what the study's other runs say they should
+    (:func:`flagopt.stats.slow_runs`): a slow node or a neighbour's job measured there, not the configuration. They
+    are left out of every estimate, the drift and the run noise, like a launch the infrastructure failed; the
+    records keep them.
+
+    Example:
+        >>> stragglers([])
+        frozenset()
+    """
+    controls = [r for r in records if r.is_baseline and r.ok and r.steady]
+    groups: dict[str, list[RunRecord]] = {}
+    for rec in records:
+        if rec.ok and rec.steady and not rec.is_baseline and rec.config_key \
+                and rec.kind not in ("evidence", "cross-config"):
+            groups.setdefault(rec.config_key, []).append(rec)
+    if len(controls) < 2 or not groups:
+        return frozenset()
+    asked = (direction, tuple((r.number, r.steady, r.t, r.slot, r.config_key)
+                              for r in [*controls, *(r for g in groups.values() for r in g)]))
+    if _LAST_STRAGGLERS and _LAST_STRAGGLERS[0][0] == asked:
+        return _LAST_STRAGGLERS[0][1]
+    slow_controls, slow = stats.slow_runs({k: [to_run(r, direction) for r in g] for k, g in groups.items()},
+                                          [to_run(r, direction) for r in controls])
+    out = frozenset({r.number for r, s in zip(controls, slow_controls) if s}
+                    | {r.number for k, g in groups.items() for r, s in zip(g, slow[k]) if s})
+    _LAST_STRAGGLERS[:] = [(asked, out)]
+    return out
 
 
 def value_for(direction: str, value: float) -> float:
@@ -73,13 +109,15 @@ def value_for(direction: str, value: float) -> float:
 def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "maximize") -> list[Arm]:
     """Arms in order of first appearance, excluding the baseline-deployed control itself."""
     normalised = [_normalise(r, direction) for r in records]
+    slow = stragglers(normalised)
     baselines = baseline_runs(normalised)
     groups: dict[str, list[RunRecord]] = {}
     for rec in normalised:
         if rec.is_baseline or rec.kind in ("evidence", "cross-config") or not rec.config_key:
             continue
         groups.setdefault(rec.config_key, []).append(rec)
-    ok_runs = {key: tuple(r for r in recs if r.ok) for key, recs in groups.items()}
+    ok_runs = {key: tuple(r for r in recs if r.ok and r.number not in slow) or tuple(r for r in recs if r.ok)
+               for key, recs in groups.items()}
     every = fresh = settled = {}
     if baselines:
         # One drift curve from every run (controls and repeats alike), not from the two controls around each run.

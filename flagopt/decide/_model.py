@@ -22,7 +22,7 @@ import numpy as np
 
 from flagopt import stats
 from flagopt.decide import _design as design
-from flagopt.decide._arms import to_run
+from flagopt.decide._arms import stragglers, to_run
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space, render_value
 
@@ -147,8 +147,9 @@ def effects_model(space: Space, records: Sequence[RunRecord], deployed: Mapping[
     values: dict[str, list[design.Scalar]] = {}
     params = {p.name: p for p in space.params}
     zero = no_op_features(space, records, deployed)
+    slow = stragglers(records, direction)  # runs that measured a slow node, not their configuration
     for rec in records:
-        if not rec.ok or not (rec.is_baseline or rec.kind in _MODELLED_KINDS and rec.config_key):
+        if not rec.ok or not (rec.is_baseline or rec.kind in _MODELLED_KINDS and rec.config_key) or rec.number in slow:
             continue
         run = to_run(rec, direction)
         if not run.value > 0:

@@ -23,7 +23,7 @@ from flagopt.stats._drift import (
     gains,
 )
 from flagopt.stats._effects import EffectsFit, Observation, Prediction, fit_effects
-from flagopt.stats._joint import estimate_arms
+from flagopt.stats._joint import STRAGGLER_SIGMAS, estimate_arms, slow_runs
 from flagopt.stats._noise import (
     DEFAULT_NOISE_FLOOR,
     NoiseEstimate,
@@ -61,6 +61,8 @@ __all__ = [
     "noise_estimate",
     "run_noise",
     "runs_needed",
+    "STRAGGLER_SIGMAS",
+    "slow_runs",
     "verdict",
     "win_confidence",
 ]

@@ -41,6 +41,12 @@ ARM_SD = 1.0
 WALK_RATIOS = (0.0, 0.25, 0.5, 1.0, 2.0)
 #: Prior standard deviation of a block's linear drift over the study (relative): flat in practice.
 TREND_SD = 0.5
+#: Robust standard deviations below what the other runs say at which a run is a straggler (:func:`slow_runs`). A
+#: job with Gaussian run noise loses about one run in 4,300 to it (one study in 70 loses one run of 60); a
+#: straggler of a 2-6 % slowdown at 1 % run noise is caught from about 3.5 % on, once the run has company.
+STRAGGLER_SIGMAS = 3.5
+#: Runs whose residual says something (leverage below this) needed for the robust sigma: fewer, and nothing is flagged.
+_MIN_RESIDUALS = 8
 
 
 def estimate_arms(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *, confidence: float = 0.95,
@@ -53,28 +59,10 @@ def estimate_arms(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *
         confidence: two-sided confidence of ``lo``/``hi``.
         noise_floor: the smallest relative sigma to believe (``None``: none).
     """
-    base = [r for r in baselines if r.value > 0]
-    if not base:
-        raise ValueError("estimating arms needs at least one baseline run")
-    blocks = {r.block for r in base}
-    # a slot whose first control is still to come is measured against the slot with most controls (a guess, and
-    # the only one: its level is otherwise unknown)
-    fallback = max(blocks, key=lambda b: sum(1 for r in base if r.block == b))
-    keys = [k for k, runs in arms.items() if any(r.value > 0 for r in runs)]
-    if not keys:
+    joint = _joint_fit(arms, baselines)
+    if joint is None:
         return {k: _unmeasured() for k in arms}
-    obs = [Observation(frozenset(), "", math.log(r.value), r.t, r.block) for r in base]
-    for key in keys:
-        obs += [Observation(frozenset({key}), "", math.log(r.value), r.t, r.block if r.block in blocks else fallback)
-                for r in arms[key] if r.value > 0]
-    centre = float(np.mean([o.y for o in obs]))
-    obs = [Observation(o.features, "", o.y - centre, o.t, o.block) for o in obs]
-    d = _design(obs, tuple(keys), ())
-    trend = _trends(obs, {b for b in blocks if len({r.t for r in base if r.block == b}) >= 2})
-    w = np.hstack([d.drift, trend, d.x])
-    start = max(noise_estimate(base).sigma, 1e-4)
-    fits = [_fit(d, w, trend.shape[1], start, ratio) for ratio in WALK_RATIOS]
-    mean, cov, sigma, df, _ = max(fits, key=lambda f: f[4])
+    keys, d, trend, w, mean, cov, sigma, df = joint
     if noise_floor is not None and sigma < noise_floor:
         cov = cov * (noise_floor / sigma) ** 2
         sigma = noise_floor
@@ -94,6 +82,78 @@ def estimate_arms(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *
         out[key] = ArmEstimate(gain=gain, lo=gain - q * se, hi=gain + q * se, n=n, sigma=sigma, se=se, df=df,
                                baseline_share=share)
     return out
+
+
+def _joint_fit(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run]):
+    """The model fitted to the controls and every arm's runs: ``(keys, design, trend, w, mean, cov, sigma, df)``;
+    the design's rows are the controls with a value, then each arm's in the order of ``keys``; ``None`` when no arm
+    has a run."""
+    base = [r for r in baselines if r.value > 0]
+    if not base:
+        raise ValueError("estimating arms needs at least one baseline run")
+    blocks = {r.block for r in base}
+    # a slot whose first control is still to come is measured against the slot with most controls (a guess, and
+    # the only one: its level is otherwise unknown)
+    fallback = max(blocks, key=lambda b: sum(1 for r in base if r.block == b))
+    keys = [k for k, runs in arms.items() if any(r.value > 0 for r in runs)]
+    if not keys:
+        return None
+    obs = [Observation(frozenset(), "", math.log(r.value), r.t, r.block) for r in base]
+    for key in keys:
+        obs += [Observation(frozenset({key}), "", math.log(r.value), r.t, r.block if r.block in blocks else fallback)
+                for r in arms[key] if r.value > 0]
+    centre = float(np.mean([o.y for o in obs]))
+    obs = [Observation(o.features, "", o.y - centre, o.t, o.block) for o in obs]
+    d = _design(obs, tuple(keys), ())
+    trend = _trends(obs, {b for b in blocks if len({r.t for r in base if r.block == b}) >= 2})
+    w = np.hstack([d.drift, trend, d.x])
+    start = max(noise_estimate(base).sigma, 1e-4)
+    fits = [_fit(d, w, trend.shape[1], start, ratio) for ratio in WALK_RATIOS]
+    mean, cov, sigma, df, _ = max(fits, key=lambda f: f[4])
+    return keys, d, trend, w, mean, cov, sigma, df
+
+
+def slow_runs(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *,
+              sigmas: float = STRAGGLER_SIGMAS) -> tuple[list[bool], dict[str, list[bool]]]:
+    """Which of ``baselines`` and of each arm's runs are stragglers: runs that read more than ``sigmas`` robust
+    standard deviations below what the other runs say they should (each run's leave-one-out residual in the joint
+    fit; the sigma from the median absolute residual, which the stragglers themselves hardly move).
+
+    A run can be slower than its configuration for reasons no setting causes (a slow node, a neighbour's job on the
+    fabric, a checkpoint flush), and much more often than faster: only slow runs are flagged. A control that
+    straggles drags the drift down, and every run near it reads high against it (a null job with one run in sixteen
+    2-6 % slow: a budget verdict recommended +4.7 % [+1.9, +7.4], docs/benchmark-decisions.md, fifty-sixth-session
+    note); a repeat that straggles sinks its configuration's mean. A configuration's only run cannot be told from
+    a slow configuration, nor two slow runs of one from each other: neither is flagged.
+
+    Example:
+        >>> base = [Run(t=t, value=100.0 + 0.3 * (-1) ** t) for t in range(0, 40, 4)]
+        >>> base[4] = Run(t=16, value=95.0)  # a straggler
+        >>> arm = [Run(t=t, value=105.0 + 0.3 * (-1) ** t) for t in range(2, 40, 8)]
+        >>> slow_base, slow_arms = slow_runs({"a": arm}, base)
+        >>> [i for i, s in enumerate(slow_base) if s], slow_arms["a"]
+        ([4], [False, False, False, False, False])
+    """
+    flags_base = [False] * len(baselines)
+    flags = {k: [False] * len(runs) for k, runs in arms.items()}
+    joint = _joint_fit(arms, baselines)
+    if joint is None:
+        return flags_base, flags
+    keys, d, _, w, mean, cov, sigma, _ = joint
+    resid = d.y - w @ mean
+    keep = 1.0 - np.einsum("ij,jk,ik->i", w, cov, w) / sigma**2  # one less the leverage
+    informative = keep > 0.1
+    if informative.sum() < _MIN_RESIDUALS:
+        return flags_base, flags
+    scaled = resid[informative] / np.sqrt(keep[informative])
+    robust = max(1.4826 * float(np.median(np.abs(scaled - np.median(scaled)))), 1e-6)
+    slow = informative & (resid < -sigmas * robust * np.sqrt(np.clip(keep, 1e-9, None)))
+    places = [("", i) for i, r in enumerate(baselines) if r.value > 0]
+    places += [(k, i) for k in keys for i, r in enumerate(arms[k]) if r.value > 0]
+    for row, (key, i) in enumerate(places):
+        if slow[row]:
+            (flags[key] if key else flags_base)[i] = True
+    return flags_base, flags
 
 
 def _unmeasured() -> ArmEstimate:
