@@ -146,7 +146,8 @@ def slow_runs(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *,
     if informative.sum() < _MIN_RESIDUALS:
         return flags_base, flags
     scaled = resid[informative] / np.sqrt(keep[informative])
-    robust = max(1.4826 * float(np.median(np.abs(scaled - np.median(scaled)))), 1e-6)
+    # never below the noise floor the estimates keep (a few runs that happen to agree would make any 1 % dip a straggler)
+    robust = max(1.4826 * float(np.median(np.abs(scaled - np.median(scaled)))), DEFAULT_NOISE_FLOOR)
     slow = informative & (resid < -sigmas * robust * np.sqrt(np.clip(keep, 1e-9, None)))
     places = [("", i) for i, r in enumerate(baselines) if r.value > 0]
     places += [(k, i) for k in keys for i, r in enumerate(arms[k]) if r.value > 0]
