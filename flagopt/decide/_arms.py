@@ -5,6 +5,7 @@ Every arm is estimated against one drift curve per slot fitted to every run (:fu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -67,10 +68,6 @@ def baseline_runs(records: Sequence[RunRecord], direction: str = "maximize") -> 
     return [to_run(r, direction) for r in records if r.is_baseline and r.ok and r.number not in slow]
 
 
-#: The last answer of :func:`stragglers`, by the runs it was asked about: a decision asks several times.
-_LAST_STRAGGLERS: list[tuple[tuple, frozenset[int]]] = []
-
-
 def stragglers(records: Sequence[RunRecord], direction: str = "maximize") -> frozenset[int]:
     """The numbers of the successful runs that read far below what the study's other runs say they should
     (:func:`flagopt.stats.slow_runs`): a slow node or a neighbour's job measured there, not the configuration. They
@@ -81,24 +78,23 @@ def stragglers(records: Sequence[RunRecord], direction: str = "maximize") -> fro
         >>> stragglers([])
         frozenset()
     """
-    controls = [r for r in records if r.is_baseline and r.ok and r.steady]
-    groups: dict[str, list[RunRecord]] = {}
+    controls = tuple((r.number, to_run(r, direction)) for r in records if r.is_baseline and r.ok and r.steady)
+    groups: dict[str, list[tuple[int, stats.Run]]] = {}
     for rec in records:
         if rec.ok and rec.steady and not rec.is_baseline and rec.config_key \
                 and rec.kind not in ("evidence", "cross-config"):
-            groups.setdefault(rec.config_key, []).append(rec)
+            groups.setdefault(rec.config_key, []).append((rec.number, to_run(rec, direction)))
     if len(controls) < 2 or not groups:
         return frozenset()
-    asked = (direction, tuple((r.number, r.steady, r.t, r.slot, r.config_key)
-                              for r in [*controls, *(r for g in groups.values() for r in g)]))
-    if _LAST_STRAGGLERS and _LAST_STRAGGLERS[0][0] == asked:
-        return _LAST_STRAGGLERS[0][1]
-    slow_controls, slow = stats.slow_runs({k: [to_run(r, direction) for r in g] for k, g in groups.items()},
-                                          [to_run(r, direction) for r in controls])
-    out = frozenset({r.number for r, s in zip(controls, slow_controls) if s}
-                    | {r.number for k, g in groups.items() for r, s in zip(g, slow[k]) if s})
-    _LAST_STRAGGLERS[:] = [(asked, out)]
-    return out
+    return _slow_numbers(controls, tuple((k, tuple(g)) for k, g in groups.items()))
+
+
+@functools.lru_cache(maxsize=4)  # a decision asks several times about the same runs
+def _slow_numbers(controls: tuple[tuple[int, stats.Run], ...],
+                  groups: tuple[tuple[str, tuple[tuple[int, stats.Run], ...]], ...]) -> frozenset[int]:
+    slow_controls, slow = stats.slow_runs({k: [run for _, run in g] for k, g in groups}, [run for _, run in controls])
+    return frozenset({n for (n, _), s in zip(controls, slow_controls) if s}
+                     | {n for k, g in groups for (n, _), s in zip(g, slow[k]) if s})
 
 
 def value_for(direction: str, value: float) -> float:
@@ -116,8 +112,8 @@ def arms_of(records: Sequence[RunRecord], noise: NoiseSpec, direction: str = "ma
         if rec.is_baseline or rec.kind in ("evidence", "cross-config") or not rec.config_key:
             continue
         groups.setdefault(rec.config_key, []).append(rec)
-    ok_runs = {key: tuple(r for r in recs if r.ok and r.number not in slow) or tuple(r for r in recs if r.ok)
-               for key, recs in groups.items()}
+    # never all of an arm's runs: its mean is free, so its runs' residuals cannot all be far below zero
+    ok_runs = {key: tuple(r for r in recs if r.ok and r.number not in slow) for key, recs in groups.items()}
     every = fresh = settled = {}
     if baselines:
         # One drift curve from every run (controls and repeats alike), not from the two controls around each run.

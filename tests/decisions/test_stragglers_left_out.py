@@ -1,0 +1,36 @@
+"""A straggling control or repeat is left out of the arms' estimates and the drift; its record stays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flagopt.decide import RunRecord, arms_of, baseline_runs
+from flagopt.space import NoiseSpec
+
+
+def _records(slow: set[int]) -> list[RunRecord]:
+    """Controls every 7 runs and four configurations at +2 % in turn between them, 1 % noise; runs in ``slow`` 6 % slow."""
+    rng = np.random.default_rng(0)
+    out = []
+    for number in range(42):
+        control = number % 7 == 0
+        key = "" if control else f"c{number % 4}"
+        value = 100.0 * (1.0 if control else 1.02) * (1 + 0.01 * rng.standard_normal()) * (0.94 if number in slow else 1)
+        out.append(RunRecord(number, "baseline-deployed" if control else "probe", key or "baseline-deployed", key, "ok",
+                             value, float(number), None, attrs={}))
+    return out
+
+
+def test_a_straggling_control_is_left_out_of_the_drift_and_every_arm_s_estimate() -> None:
+    plain, rough = _records(set()), _records({21})
+    assert len(baseline_runs(rough)) == len(baseline_runs(plain)) - 1  # control 21 left out, its record kept
+    error = {name: sum(abs(a.estimate.gain - 0.02) for a in arms_of(recs, NoiseSpec()))
+             for name, recs in (("plain", plain), ("rough", rough))}
+    assert error["rough"] < error["plain"] + 0.004  # the slow control did not drag the arms up
+
+
+def test_a_straggling_repeat_leaves_its_arm_one_run_short() -> None:
+    plain = {a.config_key: a.n for a in arms_of(_records(set()), NoiseSpec())}
+    rough = {a.config_key: a for a in arms_of(_records({13}), NoiseSpec())}  # run 13 is one of c1's
+    assert rough["c1"].n == plain["c1"] - 1 and 13 not in {r.number for r in rough["c1"].runs}
+    assert all(rough[k].n == plain[k] for k in ("c0", "c2", "c3"))
