@@ -10,7 +10,8 @@ from rich.table import Table
 
 from flagopt.cli._common import add_storage, console, examples
 from flagopt.study import (compact_settings, drift_disagreements, drift_note, is_nan, metric_label, metric_text,
-                           noise_note, param_names, short_flag_names, slot_line, study_data)
+                           noise_note, param_names, short_flag_names, slot_line, straggler_note,
+                           study_data)
 
 
 def add(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if frame["fresh_runs"].any():
         out.print("The winner's Δ% is what the verdict claims: its runs after the one that selected it (fresh); "
                   "every other row is over all its runs.", markup=False)
-    for note in (drift_note(drift_disagreements(frame, data.direction), data.metric_field), noise_note(data.arms)):
+    for note in (drift_note(drift_disagreements(frame, data.direction), data.metric_field), noise_note(data.arms),
+                 straggler_note(data.records, data.direction)):
         if note:
             out.print(note, markup=False)
     if data.direction == "minimize":

@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from flagopt.decide._arms import Arm, arms_of, baseline_runs, to_run, value_for
+from flagopt.decide._arms import Arm, arms_of, baseline_runs, stragglers, to_run, value_for
 from flagopt.decide._blame import DETERMINISTIC, Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._design import (changed_settings, config_of_settings, deployed_values, probe_label, same_value,
                                     settings_of_record)
@@ -30,5 +30,5 @@ __all__ = [
     "arm_summary", "arms_of", "baseline_runs", "blame_failures", "blamed_by", "changed_settings", "config_of",
     "config_of_settings", "configurations", "excluded_by", "deployed_values", "probe_label", "probe_order",
     "probe_values", "refine_values", "runs_used", "same_value",
-    "settings_of_record", "to_run", "value_for",
+    "settings_of_record", "stragglers", "to_run", "value_for",
 ]

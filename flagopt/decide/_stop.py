@@ -10,7 +10,7 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
-from flagopt.decide._arms import Arm, baseline_runs, to_run
+from flagopt.decide._arms import Arm, baseline_runs, stragglers, to_run
 from flagopt.decide._blame import Blame, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
@@ -260,10 +260,15 @@ class Stopping:
                        f"{self.unconfirmed_higher(eligible, None, cut_short)}", tried=tried, noise=noise)
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
+        """The verdict's ``noise``: the controls it read (stragglers left out), their run noise, and how many runs
+        were left out as stragglers when any were."""
         runs = baseline_runs(records, self._direction)
-        if len(runs) < 2:
-            return {"baseline_runs": float(len(runs))}
-        return {"baseline_runs": float(len(runs)), "run_sigma": stats.run_noise(runs)}
+        out = {"baseline_runs": float(len(runs))}
+        if len(runs) >= 2:
+            out["run_sigma"] = stats.run_noise(runs)
+        if slow := stragglers(records, self._direction):
+            out["stragglers"] = float(len(slow))
+        return out
 
 
 def flakes_note(records: Sequence[RunRecord]) -> str:

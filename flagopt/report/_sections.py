@@ -14,7 +14,7 @@ from flagopt.report._diff import changed_text
 from flagopt.report._negative import negative_of
 from flagopt.space import render_value
 from flagopt.study import (RunRecord, StudyData, drift_disagreements, drift_note, gain_text, is_nan, metric_label,
-                           noise_note, other_cells, settings_text, slot_line)
+                           noise_note, other_cells, settings_text, slot_line, straggler_note)
 
 TOP, BOTTOM = 8, 5
 
@@ -188,6 +188,7 @@ def board_notes_of(data: StudyData) -> tuple[str, ...]:
                    "other row is over all its runs.")
     out.append(drift_note(drift_disagreements(data.frame, data.direction), data.metric_field))
     out.append(noise_note(data.arms))
+    out.append(straggler_note(data.records, data.direction))
     if data.direction == "minimize":
         out.append(f"{data.metric_field} is minimized: Δ% is the speed-up, baseline {data.metric_field} / this "
                    f"{data.metric_field} - 1, so + is faster.")
@@ -207,10 +208,12 @@ def failures_of(records: tuple[RunRecord, ...]) -> tuple[FailureGroup, ...]:
     return tuple(out)
 
 
-def appendix_of(records: tuple[RunRecord, ...]) -> tuple[dict[str, Any], ...]:
+def appendix_of(records: tuple[RunRecord, ...], slow: frozenset[int] = frozenset()) -> tuple[dict[str, Any], ...]:
+    """Every trial; ``slow``: the stragglers the estimates leave out (their status says so)."""
     return tuple({"trial": r.number, "kind": r.kind, "label": r.label, "job_id": r.attrs.get("job_id") or "",
                   "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class")
-                                       and r.attrs["failure_class"] != r.status else ""),
+                                       and r.attrs["failure_class"] != r.status else "")
+                  + (" (straggler, left out)" if r.number in slow and r.ok else ""),
                   # a control's level against the controls before it is drift, not a gain: no Δ% for it
                   "delta_pct": None if r.is_baseline else r.attrs.get("delta_pct"),
                   "log_path": r.attrs.get("log_path") or ""} for r in records)
@@ -261,7 +264,7 @@ def report_data(data: StudyData, *, storage_hint: str | None = None) -> ReportDa
         header=header, command=command, tldr=tldr_of(data) + ((ab_tldr,) if ab_tldr else ()),
         inventory=inventory_of(data),
         env_effect=env_effect_of(data), top=top, bottom=bottom, negative=negative_of(data),
-        failures=failures_of(data.records), appendix=appendix_of(data.all_records),
+        failures=failures_of(data.records), appendix=appendix_of(data.all_records, data.stragglers),
         sign_flips=sign_flips_of(data, others), other_cells=tuple(f"{o.parallelism} ({o.name})" for o in others),
         export_text=export_text, export_note=note, board_notes=board_notes_of(data),
         winner_trial=int(data.winner["trial"]) if data.winner else None, bubble=bubble_of(data), ab=ab)

@@ -16,7 +16,7 @@ from flagopt.study._driver import StudyRunner
 from flagopt.study._launching import PinnedNodesDown, write_trial_files
 from flagopt.study._leaderboard import (NOISE_NOTE_DF, compact_settings, drift_disagreements, drift_note, gain_text,
                                        leaderboard, metric_label, metric_text, noise_note, param_names, settings_text,
-                                       short_flag_names)
+                                       short_flag_names, straggler_note)
 from flagopt.study._observer import Observers, StudyObserver
 from flagopt.study._progress import Progress
 from flagopt.study._records import RunRecord, current_history, history, record_of
@@ -33,6 +33,6 @@ __all__ = [
     "compact_settings", "drift_disagreements", "drift_note", "history", "metric_label", "metric_text", "is_nan", "leaderboard", "load_study", "noise_note", "noise_of",
     "open_storage",
     "gain_text", "other_cells", "param_names", "prepare_storage", "record_of", "settings_text", "short_flag_names", "shown_url",
-    "slot_line", "storage_url", "study_data",
+    "slot_line", "storage_url", "straggler_note", "study_data",
     "study_data_of", "study_folder", "write_trial_files",
 ]

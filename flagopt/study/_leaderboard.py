@@ -10,7 +10,7 @@ import pandas as pd
 
 from flagopt.evidence import human_bytes
 from flagopt.space import NoiseSpec
-from flagopt.decide import Arm, arms_of
+from flagopt.decide import Arm, arms_of, stragglers
 from flagopt.study._records import BASELINE, RunRecord
 
 COLUMNS = ["profile", "trial", "kind", "flags", "steady", "step_s", "delta_pct", "ci_lo_pct", "ci_hi_pct", "verdict",
@@ -196,6 +196,28 @@ def noise_note(arms: Iterable[Arm]) -> str:
             f"configurations run more than once, so far with {est.df:.1f} degrees of freedom, so an interval spans "
             f"+-{quantile:.1f} standard errors (1.96 once the noise is well measured); they narrow as the study runs "
             "drift controls and repeats.")
+
+
+def straggler_note(records: Iterable[RunRecord], direction: str = "maximize") -> str:
+    """One sentence naming the runs left out of every estimate as stragglers (docs/statistics.md §18), else empty.
+
+    Their configurations' ``runs`` in the table count without them; a user who sees a run of the deployed job read
+    3 % low in the raw numbers must be able to tell why no gain moved with it.
+
+    Example:
+        >>> straggler_note([])
+        ''
+    """
+    records = list(records)
+    slow = stragglers(records, direction)
+    if not slow:
+        return ""
+    shown = [f"trial {r.number} ({r.label})" for r in records if r.number in slow]
+    listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    return (f"Stragglers left out: {listed} read far below what the study's other runs say their configuration "
+            "and the drift give (more than 3.5 robust standard deviations: a slow node or a neighbour's job, not "
+            "a setting), so no estimate, drift or noise figure uses them; their records stay. If runs straggle "
+            "often, check the nodes.")
 
 
 def _readable(key: str, value: Any) -> str:

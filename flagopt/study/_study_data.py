@@ -21,7 +21,7 @@ import pandas as pd
 
 from flagopt import stats
 from flagopt.space import NoiseSpec
-from flagopt.decide import Arm, arms_of
+from flagopt.decide import Arm, arms_of, stragglers
 from flagopt.study._leaderboard import leaderboard
 from flagopt.study._records import RunRecord, history
 from flagopt.study._storage import load_study
@@ -151,6 +151,11 @@ class StudyData:
         if arm.claim is not None and arm is self.winner_arm:
             return arm.reported, arm.fresh_runs
         return arm.estimate, 0
+
+    @property
+    def stragglers(self) -> frozenset[int]:
+        """The trial numbers of the runs every estimate leaves out as stragglers (docs/statistics.md §18)."""
+        return stragglers(self.records, self.direction)
 
     @property
     def budget(self) -> tuple[int, int]:

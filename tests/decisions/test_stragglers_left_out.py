@@ -34,3 +34,17 @@ def test_a_straggling_repeat_leaves_its_arm_one_run_short() -> None:
     rough = {a.config_key: a for a in arms_of(_records({13}), NoiseSpec())}  # run 13 is one of c1's
     assert rough["c1"].n == plain["c1"] - 1 and 13 not in {r.number for r in rough["c1"].runs}
     assert all(rough[k].n == plain[k] for k in ("c0", "c2", "c3"))
+
+
+def test_a_verdict_counts_the_runs_it_left_out_as_stragglers(tmp_path) -> None:
+    from flagopt.decide import Planner
+    from tests.decisions.records import space_of
+    planner = Planner(space_of(tmp_path, """
+        name: s
+        command: [python, -c, pass]
+        params:
+          a: {xla: xla_gpu_enable_pipelined_all_gather, choices: [true]}
+    """))
+    plain, rough = planner.noise_summary(_records(set())), planner.noise_summary(_records({21}))
+    assert "stragglers" not in plain and rough["stragglers"] == 1.0
+    assert rough["baseline_runs"] == plain["baseline_runs"] - 1

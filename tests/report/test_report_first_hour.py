@@ -178,3 +178,34 @@ def test_the_leaderboard_says_why_its_intervals_are_wide_while_the_noise_rests_o
     assert next(a.estimate for a in data.arms if a.label == "a").df >= NOISE_NOTE_DF
     assert main(["leaderboard", "later", "--storage", storage]) == 0
     assert "degrees of freedom" not in capsys.readouterr().out
+
+
+def test_the_leaderboard_report_and_appendix_name_the_runs_left_out_as_stragglers(tmp_path, capsys):
+    # Controls every 7 runs, four configurations at +2 % between them, 1 % noise; control 21 ran 6 % slow (a slow
+    # node). The gains leave it out, so a user who sees it 6 % low in the appendix must read why nothing moved.
+    import numpy as np
+    storage = f"sqlite:///{tmp_path / 's.sqlite'}"
+    rng = np.random.default_rng(0)
+
+    def runs(slow):
+        out = []
+        for number in range(42):
+            control = number % 7 == 0
+            value = 100.0 * (1.0 if control else 1.02) * (1 + 0.01 * rng.standard_normal()) * (0.94 if number in slow else 1)
+            out.append(("baseline-deployed", "baseline-deployed", "k0", {}, value, number) if control else
+                       ("probe", f"c{number % 4}", f"k{1 + number % 4}", {"env": {"C": str(number % 4)}}, value, number))
+        return out
+
+    _study(storage, "rough", runs({21}))
+    _study(storage, "smooth", runs(set()))
+    rough, smooth = study_data(storage, "rough"), study_data(storage, "smooth")
+    assert rough.stragglers == {21} and smooth.stragglers == frozenset()
+    assert main(["leaderboard", "rough", "--storage", storage]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Stragglers left out: trial 21 (baseline-deployed)" in out, out
+    assert any(note.startswith("Stragglers left out: trial 21") for note in report_data(rough).board_notes)
+    statuses = {row["trial"]: row["status"] for row in report_data(rough).appendix}
+    assert statuses[21] == "ok (straggler, left out)" and statuses[14] == "ok"
+    assert main(["leaderboard", "smooth", "--storage", storage]) == 0
+    assert "Straggler" not in capsys.readouterr().out
+    assert not any("Straggler" in note for note in report_data(smooth).board_notes)
