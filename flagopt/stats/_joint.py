@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats as sps
@@ -62,18 +63,18 @@ def estimate_arms(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *
     joint = _joint_fit(arms, baselines)
     if joint is None:
         return {k: _unmeasured() for k in arms}
-    keys, d, trend, w, mean, cov, sigma, df = joint
+    mean, cov, sigma, df = joint.mean, joint.cov, joint.sigma, joint.df
     if noise_floor is not None and sigma < noise_floor:
         cov = cov * (noise_floor / sigma) ** 2
         sigma = noise_floor
     q = float(sps.t.ppf(0.5 + confidence / 2.0, df))
-    k = d.drift.shape[1] + trend.shape[1]
+    k = joint.design.drift.shape[1] + joint.trend.shape[1]
     out: dict[str, ArmEstimate] = {}
     for key, runs in arms.items():
-        if key not in keys:
+        if key not in joint.keys:
             out[key] = _unmeasured()
             continue
-        i = k + keys.index(key)
+        i = k + joint.keys.index(key)
         n = sum(1 for r in runs if r.value > 0)
         gain = math.expm1(float(mean[i]))
         var = float(cov[i, i])
@@ -84,10 +85,23 @@ def estimate_arms(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *
     return out
 
 
-def _joint_fit(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run]):
-    """The model fitted to the controls and every arm's runs: ``(keys, design, trend, w, mean, cov, sigma, df)``;
-    the design's rows are the controls with a value, then each arm's in the order of ``keys``; ``None`` when no arm
-    has a run."""
+class _JointFit(NamedTuple):
+    """The model fitted to the controls and every arm's runs. ``rows`` says whose run each row of the design is:
+    ``("", i)`` for ``baselines[i]``, ``(key, i)`` for ``arms[key][i]`` (runs without a value have no row)."""
+
+    keys: list[str]
+    design: object  # flagopt.stats._effects' design: ``y``, ``drift``, ``x``
+    trend: np.ndarray
+    w: np.ndarray  # the full design matrix: drift, trends, arms
+    mean: np.ndarray
+    cov: np.ndarray
+    sigma: float
+    df: float
+    rows: list[tuple[str, int]]
+
+
+def _joint_fit(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run]) -> _JointFit | None:
+    """The model fitted to the controls and every arm's runs; ``None`` when no arm has a run."""
     base = [r for r in baselines if r.value > 0]
     if not base:
         raise ValueError("estimating arms needs at least one baseline run")
@@ -110,7 +124,9 @@ def _joint_fit(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run]):
     start = max(noise_estimate(base).sigma, 1e-4)
     fits = [_fit(d, w, trend.shape[1], start, ratio) for ratio in WALK_RATIOS]
     mean, cov, sigma, df, _ = max(fits, key=lambda f: f[4])
-    return keys, d, trend, w, mean, cov, sigma, df
+    rows = [("", i) for i, r in enumerate(baselines) if r.value > 0]
+    rows += [(k, i) for k in keys for i, r in enumerate(arms[k]) if r.value > 0]
+    return _JointFit(keys, d, trend, w, mean, cov, sigma, df, rows)
 
 
 def slow_runs(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *,
@@ -139,9 +155,9 @@ def slow_runs(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *,
     joint = _joint_fit(arms, baselines)
     if joint is None:
         return flags_base, flags
-    keys, d, _, w, mean, cov, sigma, _ = joint
-    resid = d.y - w @ mean
-    keep = 1.0 - np.einsum("ij,jk,ik->i", w, cov, w) / sigma**2  # one less the leverage
+    w, mean, sigma = joint.w, joint.mean, joint.sigma
+    resid = joint.design.y - w @ mean
+    keep = 1.0 - np.einsum("ij,jk,ik->i", w, joint.cov, w) / sigma**2  # one less the leverage
     informative = keep > 0.1
     if informative.sum() < _MIN_RESIDUALS:
         return flags_base, flags
@@ -149,9 +165,7 @@ def slow_runs(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Run], *,
     # never below the noise floor the estimates keep (a few runs that happen to agree would make any 1 % dip a straggler)
     robust = max(1.4826 * float(np.median(np.abs(scaled - np.median(scaled)))), DEFAULT_NOISE_FLOOR)
     slow = informative & (resid < -sigmas * robust * np.sqrt(np.clip(keep, 1e-9, None)))
-    places = [("", i) for i, r in enumerate(baselines) if r.value > 0]
-    places += [(k, i) for k in keys for i, r in enumerate(arms[k]) if r.value > 0]
-    for row, (key, i) in enumerate(places):
+    for row, (key, i) in enumerate(joint.rows):
         if slow[row]:
             (flags[key] if key else flags_base)[i] = True
     return flags_base, flags
