@@ -7,7 +7,7 @@ Example:
 
 from __future__ import annotations
 
-from flagopt.report._figures import FigureData, GainBar, Point, Trace, draw, figure_data, importances
+from flagopt.report._figures import STRAGGLER, FigureData, GainBar, Point, Trace, draw, figure_data, importances
 from flagopt.report._html import render_html
 from flagopt.report._markdown import cell, code, render_markdown
 from flagopt.report._content import FailureGroup, ReportData, Row, SignFlip
@@ -19,7 +19,7 @@ from flagopt.report._write import report_stem, write_report
 from flagopt.study import StudyData, is_nan, noise_of, other_cells, study_data, study_data_of
 
 __all__ = [
-    "FailureGroup", "FigureData", "GainBar", "Point", "ReportData", "Row", "SignFlip", "StudyData", "StudyStatus",
+    "STRAGGLER", "FailureGroup", "FigureData", "GainBar", "Point", "ReportData", "Row", "SignFlip", "StudyData", "StudyStatus",
     "Trace", "cell", "code", "draw", "failures_of", "figure_data", "importances", "is_nan", "noise_of", "other_cells",
     "render_html", "render_markdown", "report_data", "report_stem", "rows_of", "study_data", "study_data_of",
     "study_status", "write_report",

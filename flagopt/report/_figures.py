@@ -50,6 +50,10 @@ class Trace:
     baseline: bool
 
 
+#: The timeline's name for the runs every estimate leaves out (docs/statistics.md §18).
+STRAGGLER = "straggler (left out)"
+
+
 @dataclass(frozen=True)
 class FigureData:
     metric: str
@@ -67,8 +71,11 @@ def _timeline(data: StudyData) -> tuple[tuple[Point, ...], tuple[tuple[float, fl
     if not ok:
         return (), ()
     t0 = min(r.t for r in ok)
-    points = tuple(Point((r.t - t0) / 60, float(r.steady), r.kind, r.label, r.number) for r in ok)
-    base = [stats.Run(t=r.t, value=float(r.steady)) for r in data.baselines]
+    slow = data.stragglers
+    # a straggler is its own trace, and the drift line is drawn without it, as the estimates read the controls
+    points = tuple(Point((r.t - t0) / 60, float(r.steady), STRAGGLER if r.number in slow else r.kind, r.label, r.number)
+                   for r in ok)
+    base = [stats.Run(t=r.t, value=float(r.steady)) for r in data.baselines if r.number not in slow]
     if not base:
         return points, ()
     t1 = max(r.t for r in ok)
@@ -144,7 +151,8 @@ def draw(fd: FigureData) -> dict[str, go.Figure]:
         control = kind == "baseline-deployed"
         tl.add_trace(go.Scatter(x=[p.minutes for p in pts], y=[p.value for p in pts], mode="markers",
                                 name="baseline-deployed (controls)" if control else kind,
-                                marker=dict(size=10, symbol="diamond") if control else dict(size=7),
+                                marker=dict(size=10, symbol="diamond") if control
+                                else dict(size=9, symbol="x") if kind == STRAGGLER else dict(size=7),
                                 text=[f"trial {p.trial}: {p.label}" for p in pts]))
     if fd.drift:
         tl.add_trace(go.Scatter(x=[d[0] for d in fd.drift], y=[d[1] for d in fd.drift], mode="lines",

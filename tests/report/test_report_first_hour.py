@@ -9,7 +9,7 @@ import optuna
 import pytest
 
 from flagopt.cli import main
-from flagopt.report import report_data, study_data, study_status
+from flagopt.report import STRAGGLER, draw, figure_data, report_data, study_data, study_status
 from flagopt.study import NOISE_NOTE_DF
 
 NULL_MESSAGE = ("3 distinct profiles evaluated, none better than +2% (best: tree -7.1% [-43.0%, +29.0%], unknown): "
@@ -209,3 +209,11 @@ def test_the_leaderboard_report_and_appendix_name_the_runs_left_out_as_straggler
     assert main(["leaderboard", "smooth", "--storage", storage]) == 0
     assert "Straggler" not in capsys.readouterr().out
     assert not any("Straggler" in note for note in report_data(smooth).board_notes)
+    # The timeline draws it apart, and its drift line, like the estimates, reads the controls without it.
+    figure = figure_data(rough)
+    assert {p.trial for p in figure.timeline if p.kind == STRAGGLER} == {21}
+    slow = next(p for p in figure.timeline if p.trial == 21)
+    level = min(figure.drift, key=lambda d: abs(d[0] - slow.minutes))[1]
+    assert level > slow.value * 1.03  # the line passes about 6 % above the slow control, not through it
+    assert STRAGGLER in {t.name for t in draw(figure)["timeline"].data}
+    assert not any(p.kind == STRAGGLER for p in figure_data(smooth).timeline)
