@@ -21,7 +21,7 @@ import optuna
 
 from flagopt.errors import FlagoptError
 from flagopt.report import cell, code, draw, failures_of, figure_data, rows_of
-from flagopt.study import StudyData, StudyObserver, open_storage, slot_line, study_data_of
+from flagopt.study import StudyData, StudyObserver, open_storage, slot_line, straggler_note, study_data_of
 
 #: figures registered on the study (stable ids, so each update replaces the previous version)
 FIGURE_IDS = {"gains": "flagopt-gains", "timeline": "flagopt-timeline", "steps": "flagopt-steps"}
@@ -53,6 +53,8 @@ def live_note(data: StudyData) -> str:
         ci = f"[{r.ci_pct[0]:+.2f}, {r.ci_pct[1]:+.2f}]" if r.ci_pct else ""
         lines.append("| " + " | ".join(cell(x) for x in (("⭐ " if r.winner else "") + r.profile, code(r.flags)[:200],
                                                          f"{r.delta_pct:+.2f}", ci, r.verdict, r.runs)) + " |")
+    if slow := straggler_note(data.records, data.direction):
+        lines += ["", cell(slow)]
     failures = failures_of(data.records)
     if failures:
         lines += ["", "**Failures**: " + "; ".join(f"{f.failure_class} x{f.count}" for f in failures)]

@@ -217,3 +217,5 @@ def test_the_leaderboard_report_and_appendix_name_the_runs_left_out_as_straggler
     assert level > slow.value * 1.03  # the line passes about 6 % above the slow control, not through it
     assert STRAGGLER in {t.name for t in draw(figure)["timeline"].data}
     assert not any(p.kind == STRAGGLER for p in figure_data(smooth).timeline)
+    from flagopt.dashboard import live_note  # optuna-dashboard's study note says it too
+    assert "Stragglers left out: trial 21" in live_note(rough) and "Straggler" not in live_note(smooth)
