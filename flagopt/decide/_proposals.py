@@ -1,12 +1,9 @@
 """What the effects model proposes beyond single settings: the combination (a winner's companions in a balanced
-design: _balanced.py), add-one, move-one and swap-one variants around the best configuration (a numeric setting moved to
-its neighbour or past it, a categorical one swapped for a close rival or, once, for a value worse alone), whether one
-is worth a run (statistics.md §9, §10); a failed proposal is mended in _mend.py."""
+design: _balanced.py), add-one variants around the best configuration, and whether one is worth a run (statistics.md
+§9, §10); the move-one and swap-one variants are in _moves.py, a failed proposal is mended in _mend.py."""
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,9 +12,10 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import DETERMINISTIC, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import MODEL_DESIGNS, asked_settings, varied_param
+from flagopt.decide._moves import Moves
+from flagopt.decide._plan import MODEL_DESIGNS
 from flagopt.decide._runs import RunRecord
-from flagopt.space import Param, Space
+from flagopt.space import Space
 
 #: At most this many such configurations a study: each is a new arm to race, and past the first few the model is
 #: re-proposing its own noise.
@@ -25,19 +23,9 @@ MAX_MODEL_PROPOSALS = 3
 #: Around a confirmed winner, once no setting left has a pooled effect above zero: the settings within this many
 #: standard errors of zero are still tried on top of it (optimism under uncertainty).
 OPTIMISM_SE = 1.0
-#: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
-#: one swapped for a close rival): a short line search, bounded like the model's proposals.
-MAX_MOVES = 3
-#: At most this many swap-one variants a study for each categorical param: a setting of the best configuration swapped
-#: for a value that measured worse alone but may pay in company. One: on seeds 1000-3999 (docs/benchmark-decisions.md,
-#: nineteenth session, before the move-one fix) three raised rand-win within 1 % less (86 against 88 %) and cost the
-#: tight h200x2 budget more win verdicts. Per param and beside each value of the other categorical settings, not per
-#: study: the NCCL algorithm's swap spent the study's one, and the protocol that pays only beside the algorithm was
-#: never swapped (stress-cat-pair: 20 % within 1 % of the best, rand-win-9021).
-MAX_SWAPS = 1
 
 
-class Proposals(BalancedDesigns):
+class Proposals(BalancedDesigns, Moves):
     """Part of :class:`~flagopt.decide.Planner` (through the screen): the configurations the model proposes."""
 
     space: Space
@@ -115,127 +103,6 @@ class Proposals(BalancedDesigns):
             out = max(options, key=lambda o: sum(model.effect(n, v)[0] for n, v in o.items()))
         return out
 
-    def neighbour(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
-                  records: Sequence[RunRecord], *, categorical_only: bool = False) -> tuple[str, Any, str] | None:
-        """A numeric param of the winner ``base`` moved one step to its better measured neighbour (not the deployed value:
-        dropping the setting is the drop-one variant's question), past a worse one to a value the runs show clearly
-        better, or a categorical one swapped for another value
-        (:meth:`_rival`): ``(name, value, design)``, the design ``move-one`` or ``swap-one``.
-
-        Its value came from single probes a run's noise apart (pp64: an overlap limit of 4 measured once +6.3 %,
-        true +3.5 %, beat 3, true +5.0 %; the winner kept it in 6 of 30 seeds, 1.6-1.8 pp short of the best). The
-        neighbour is tried unless the model says it is worse by more than one standard error; the best of the two
-        by the pooled effects. A categorical value (an NCCL algorithm or protocol) has no neighbours, only rivals:
-        each measured value the model cannot tell from the winner's, best first (rand-below-1027: NVLS measured
-        +1.5 % once, true 0, beat Tree at +1.2 %, true +1.9 %, and went into every combination).
-        """
-        done = Counter(r.attrs.get("design") for r in records if not r.stopped_with_driver)
-        run = {r.config_key for r in records}
-
-        def untried(name: str, value: Any) -> bool:
-            """``base`` with ``name`` set to ``value`` is neither blamed nor already run: a move already run is no
-            move, and the next param gets its turn (a threshold moved to a value already run hid the NCCL
-            algorithm's swap behind it at every decision, rand-win-1018)."""
-            moved = {**base, name: value}
-            return blamed_by(blames, moved) is None \
-                and design.config_of_settings(self.space, moved, kind="probe", profile="").config_key not in run
-
-        params = {p.name for p in self.space.params}
-        categorical = {n for n, v in base.items() if n in params and _categorical(self.space.param(n), v)}
-        swaps = [(varied_param(label), design.settings_of_record(self.space, settings))
-                 for label, settings in asked_settings("swap-one", records)]
-        for name, value in base.items():
-            if name in categorical:
-                # a swap is asked once beside each value of the other categorical settings: the protocol swapped
-                # beside Ring says nothing of it beside Tree (stress-cat-pair: Tree and Simple pay +7 % together)
-                asked = sum(1 for swapped, settings in swaps if swapped == name
-                            and all(settings.get(n) == base[n] for n in categorical - {name}))
-                rival = self._rival(model, base, name, done, untried, asked)
-                if rival is not None:
-                    return name, *rival
-                continue
-            if done["move-one"] >= MAX_MOVES or categorical_only or name not in params or isinstance(value, bool) \
-                    or not isinstance(value, (int, float)):
-                continue
-            points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
-            deployed, unset = self.deployed.get(name), None
-            if deployed is not None:
-                try:
-                    unset = float(deployed)
-                    points.setdefault(unset, (0.0, 0.0))
-                except ValueError:
-                    pass
-            order = sorted(points)
-            if float(value) not in points:
-                continue
-            i = order.index(float(value))
-            here, se_here = points[float(value)]
-            near = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order) and order[j] != unset]
-            near = [u for u in near if points[u][0] > here - math.hypot(points[u][1], se_here)]
-            if not near:
-                # No neighbour as good (the deployed value is none: dropping the setting is the drop-one's
-                # question): a value further off that the runs show clearly better, by more than one standard error
-                # of the difference, is the line search's next stop. rand-recipe-1008: the recipe's overlap limit of
-                # 2 sat beside a worse 3 and was never tried at 4, better by 0.8 ± 0.7 points.
-                near = [u for u in order if u not in (float(value), unset)
-                        and points[u][0] - here > math.hypot(points[u][1], se_here)]
-            if not near:
-                continue
-            best = max(near, key=lambda u: points[u][0])
-            target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
-            if target is not None and untried(name, target):
-                return name, target, "move-one"
-        return None
-
-    def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, done: Counter,
-               untried: Callable[[str, Any], bool], swapped: int) -> tuple[Any, str] | None:
-        """A value of categorical ``name`` to swap into ``base``, not the deployed one, ``untried`` there (``done``:
-        the study's runs by design; ``swapped``: the swap-one runs of ``name`` beside ``base``'s other categorical
-        values), and its design: ``move-one`` for the best measured value within one standard error (of the
-        difference) of ``base``'s, else ``swap-one`` for the best of the rest.
-
-        A swap-one is tried while ``base``'s value is not sure to pay alone (``_sure``), ``MAX_SWAPS`` a param. A value
-        can measure worse alone and pay in company, and no additive model predicts that: an NCCL algorithm that only
-        helps with double buffering (rand-win-3021: NVLS, 0 alone, +10 % with it; Tree, +3 % alone, went into every
-        combination, and the study ended 6 pp short of the best).
-        """
-        here, se_here = model.effect(name, base[name])
-        param = self.space.param(name)
-        close, rest = [], []
-        wide = swapped < MAX_SWAPS and not self._sure(model, name, base[name])
-        for value in model.values.get(name, ()):
-            effect, se = model.effect(name, value)
-            if value == base[name] or design.same_value(param, value, self.deployed.get(name)):
-                continue
-            if effect > here - math.hypot(se, se_here) and done["move-one"] < MAX_MOVES:
-                close.append((effect, value, "move-one"))
-            elif wide:
-                # a close rival the spent line search left unrun is the swap's first choice, not a value worse alone
-                # (ppmb-1007: Simple, +0.0 % measured, true +2.0 %, lost its turn to LL, -1.6 %)
-                rest.append((effect, value, "swap-one"))
-        for _, value, kind in sorted(close, key=lambda r: -r[0]) + sorted(rest, key=lambda r: -r[0]):
-            if untried(name, value):
-                return value, kind
-        return None
-
-    def context_swap(self, arms: Sequence[Arm], blames: Sequence[Blame],
-                     records: Sequence[RunRecord]) -> tuple[dict[str, Any], str, str, Any, str] | None:
-        """Before any winner or contender: the best measured configuration of several settings, worth ``null_gain``,
-        with a categorical setting swapped (:meth:`neighbour`): ``(settings, label, name, value, design)``.
-
-        A pair that only pays together, one of them worse alone, leaves the screen nothing near the win bar to look
-        around (rand-win-2000: Ring -5.9 % alone, +9 % with pipelined p2p; the study ended `null`). No null verdict
-        while this run is due (:meth:`~flagopt.decide._stop.Stopping.stop_verdict`).
-        """
-        multi = [a for a in self.eligible(arms) if a.estimate is not None and a.estimate.gain >= self.space.stop.null_gain
-                 and len(design.settings_of_record(self.space, a.first.attrs.get("settings") or {})) >= 2]
-        if self._model is None or not multi:
-            return None
-        arm = max(multi, key=lambda a: a.estimate.gain)
-        settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
-        move = self.neighbour(self._model, settings, blames, records, categorical_only=True)
-        return (settings, arm.label, *move) if move is not None else None
-
     @staticmethod
     def _effect(model: EffectsModel | None, name: str, value: Any) -> float:
         return model.effect(name, value)[0] if model is not None else 0.0
@@ -303,8 +170,3 @@ class Proposals(BalancedDesigns):
         effect, se = model.effect(name, value)
         return effect - 3.0 * se > self.space.stop.win
 
-
-def _categorical(param: Param, value: Any) -> bool:
-    """Whether ``param`` is a categorical of named values (not a boolean, not numbers offered as choices)."""
-    numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in param.choices or ())
-    return param.choices is not None and not isinstance(value, bool) and not numbers
