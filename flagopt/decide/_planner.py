@@ -16,6 +16,7 @@ from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
+from flagopt.decide._controls import control, ends_on_control, unbracketed
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs,
                                   runs_used)
@@ -230,36 +231,3 @@ class Planner(Screen, Race, Stopping):
 def proposed_since(records: Sequence[RunRecord], last: int) -> bool:
     """Whether one of the ``last`` runs that count against the budget ran a configuration the model proposed."""
     return last > 0 and any(r.attrs.get("design") in MODEL_DESIGNS for r in counted_runs(records)[-last:])
-
-
-def control(reason: str, first: RunRecord, attrs: dict[str, Any]) -> Plan:
-    """A run of the deployed job: the drift reference (``first``: the study's first successful one)."""
-    return Plan(TrialConfig(BASELINE, BASELINE), BASELINE, reason, repeat_of=first.number, attrs=attrs)
-
-
-def since_last_control(records: Sequence[RunRecord], slot: str) -> list[RunRecord]:
-    """The runs measured on ``slot`` after its last successful control: their drift is extrapolated.
-
-    Example:
-        >>> since_last_control([], "")
-        []
-    """
-    measured = [r for r in records if r.slot == slot and r.ok]
-    last = max((i for i, r in enumerate(measured) if r.is_baseline), default=-1)
-    return measured[last + 1:]
-
-
-def unbracketed(arm: Arm, records: Sequence[RunRecord], slot: str) -> bool:
-    """Whether ``arm`` has a run on ``slot`` after the slot's last successful control."""
-    after = {r.number for r in since_last_control(records, slot)}
-    return any(r.number in after for r in arm.runs)
-
-
-def ends_on_control(records: Sequence[RunRecord], slot: str) -> bool:
-    """Whether the last run measured on ``slot`` is a control (or nothing was measured there yet).
-
-    Example:
-        >>> ends_on_control([], "")
-        True
-    """
-    return not since_last_control(records, slot)

@@ -7,29 +7,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from flagopt import stats
-from flagopt.decide._arms import Arm, baseline_runs
+from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import informs_only
+from flagopt.decide._controls import Controls
 from flagopt.decide._design import settings_of_record
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import Plan, seconds_per_run, settings_set
+from flagopt.decide._plan import Plan, settings_set
 from flagopt.decide._runs import CANCELLED, FLAKE, INVALID, RUNNING, RunRecord
 from flagopt.space import Space, TrialConfig
 
-#: Runs between two controls at the least: with repeats of other configurations the drift between controls is
-#: measured anyway, and a control every other run spent ~40 % of a study on controls.
-CONTROL_MIN_GAP = 4
 #: A row of the balanced screen is raced once its mean clears ``stop.null_gain`` by this many run-noise sigmas
 #: (:meth:`Race.clear_of_null`).
 ROW_SIGMAS = 3.0
-#: Runs between two controls until the drift is measured (three controls), and at the least after that: every
-#: sixth run was 17 % of a study's runs on controls, every seventh 15-16 %, every ninth 14 % with the within-1 %
-#: and coverage figures kept (seeds 0-29); the effects model reads drift from every run in between.
-CONTROL_FIRST_GAP = 9
-#: Runs between two controls at the most, where the measured drift allows it (controls <= 15 % of a study's runs).
-CONTROL_MAX_GAP = 12
 
 
-class Race:
+class Race(Controls):
     """Part of :class:`~flagopt.decide.Planner`: winners, the leader, the candidates for a repeat."""
 
     space: Space
@@ -37,23 +29,6 @@ class Race:
     _sigma: float
     _direction: str
     _model: EffectsModel | None
-
-    def baseline_due(self, records: Sequence[RunRecord], chosen: Arm | None) -> bool:
-        """Whether a drift control is due among ``records`` (one slot's runs)."""
-        since = 0
-        for rec in reversed(records):
-            if rec.is_baseline:
-                break
-            if rec.status != "invalid":  # runs that never started measured nothing
-                since += 1
-        if chosen is not None and since >= CONTROL_MIN_GAP and stats.needs_control(chosen.estimate):
-            return True
-        every = self.space.noise.baseline_every
-        if every is None:
-            every = stats.drift_interval(baseline_runs(records, self._direction), t_per_trial=seconds_per_run(records),
-                                         k_min=CONTROL_FIRST_GAP, k_max=CONTROL_MAX_GAP,
-                                         sigma_floor=stats.DEFAULT_NOISE_FLOOR)
-        return since >= every
 
     def eligible(self, arms: Sequence[Arm]) -> list[Arm]:
         """Arms that could be recommended: measured, numerics accepted, not the deployed job's own program."""
