@@ -178,3 +178,16 @@ def seconds_per_run(records: Sequence[RunRecord]) -> float:
     spans = [float(r.attrs["ended_at"]) - float(r.attrs["started_at"]) for r in records
              if r.attrs.get("ended_at") and r.attrs.get("started_at")]
     return sum(spans) / len(spans) if spans else 1.0
+
+
+def settle_doubt(arm: Arm) -> str:
+    """A sentence when the runs made after ``arm``'s choice read below the whole interval of the runs that confirmed
+    it, else ``""``: two runs that slow are more likely a slow node than the configuration, and the claim the user
+    reads comes from them alone (win10-strag-3012: both 5 % slow, the win claimed +3.3 % [-0.4, +7.1] for a true
+    +9.5 % after its fresh runs read +12.4 % [+9.1, +15.7])."""
+    after, before = arm.settled, arm.claim
+    if after is None or before is None or not after.hi < before.lo:
+        return ""
+    return (f"; its runs after the choice read below the interval of the runs that confirmed it "
+            f"({before.gain:+.1%} [{before.lo:+.1%}, {before.hi:+.1%}]): if a slow node or a neighbour's job measured "
+            "them, the claim is low; `flagopt ab` measures the export against the deployed job")

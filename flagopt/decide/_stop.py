@@ -12,7 +12,7 @@ from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
 from flagopt.decide._arms import Arm, baseline_runs, stragglers, to_run
 from flagopt.decide._blame import Blame, excluded_by
-from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used
+from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used, settle_doubt
 from flagopt.decide._runs import CANCELLED, FLAKE, NO_ENV, RunRecord
 from flagopt.space import Space, TrialConfig
 
@@ -209,7 +209,7 @@ class Stopping:
             f"{self.space.stop.win:.0%})" if best.settled else \
             f"over {claim.n} fresh runs ({best.n} in all), lower bound >= {self.space.stop.win:.0%}"
         return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
-                       f"[{claim.lo:+.1%}, {claim.hi:+.1%}] {over}{raced} ({why}){higher}",
+                       f"[{claim.lo:+.1%}, {claim.hi:+.1%}] {over}{raced} ({why}){higher}{settle_doubt(best)}",
                        winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
 
     def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None, knob: str | None) -> str:

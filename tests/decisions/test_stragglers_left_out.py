@@ -48,3 +48,26 @@ def test_a_verdict_counts_the_runs_it_left_out_as_stragglers(tmp_path) -> None:
     plain, rough = planner.noise_summary(_records(set())), planner.noise_summary(_records({21}))
     assert "stragglers" not in plain and rough["stragglers"] == 1.0
     assert rough["baseline_runs"] == plain["baseline_runs"] - 1
+
+
+def test_a_win_whose_runs_after_its_choice_read_below_its_confirmation_says_so() -> None:
+    # c1 confirmed at +8 % on its fresh runs; its two runs after the choice (phase settle) read +8 % (plain) or 5 %
+    # slower (a slow node on both, back to back: the straggler rule cannot tell them from the configuration).
+    from dataclasses import replace
+
+    from flagopt.decide._plan import settle_doubt
+
+    def records(slow: float) -> list[RunRecord]:
+        out = _records(set())
+        out = [replace(r, steady=r.steady * 1.06 / 1.02) if r.config_key == "c1" else r for r in out]
+        for number in (43, 44):
+            out.append(RunRecord(number, "repeat", "c1", "c1", "ok", 108.0 * slow, float(number), None,
+                                 attrs={"phase": "settle"}))
+        out.append(RunRecord(45, "baseline-deployed", "baseline-deployed", "", "ok", 100.0, 45.0, None, attrs={}))
+        return out
+
+    arm = {a.config_key: a for a in arms_of(records(0.95), NoiseSpec())}["c1"]
+    assert arm.settled is not None and arm.settled.hi < arm.claim.lo
+    assert "slow node" in settle_doubt(arm) and "flagopt ab" in settle_doubt(arm)
+    plain = {a.config_key: a for a in arms_of(records(1.0), NoiseSpec())}["c1"]
+    assert plain.settled is not None and settle_doubt(plain) == ""
