@@ -213,7 +213,7 @@ def appendix_of(records: tuple[RunRecord, ...], slow: frozenset[int] = frozenset
     return tuple({"trial": r.number, "kind": r.kind, "label": r.label, "job_id": r.attrs.get("job_id") or "",
                   "status": r.status + (f" ({r.attrs['failure_class']})" if r.attrs.get("failure_class")
                                        and r.attrs["failure_class"] != r.status else "")
-                  + (" (straggler, left out)" if r.number in slow and r.ok else ""),
+                  + (" (straggler, left out)" if r.number in slow else ""),
                   # a control's level against the controls before it is drift, not a gain: no Δ% for it
                   "delta_pct": None if r.is_baseline else r.attrs.get("delta_pct"),
                   "log_path": r.attrs.get("log_path") or ""} for r in records)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats as sps
 
-from flagopt.stats._effects import Observation, _design, _prior_precision, gaussian_evidence
+from flagopt.stats._effects import Observation, _Design, _design, _prior_precision, gaussian_evidence
 from flagopt.stats._noise import DEFAULT_NOISE_FLOOR, Run, noise_estimate
 from flagopt.stats._verdict import ArmEstimate
 
@@ -90,7 +90,7 @@ class _JointFit(NamedTuple):
     ``("", i)`` for ``baselines[i]``, ``(key, i)`` for ``arms[key][i]`` (runs without a value have no row)."""
 
     keys: list[str]
-    design: object  # flagopt.stats._effects' design: ``y``, ``drift``, ``x``
+    design: _Design
     trend: np.ndarray
     w: np.ndarray  # the full design matrix: drift, trends, arms
     mean: np.ndarray
