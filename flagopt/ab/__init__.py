@@ -37,12 +37,14 @@ from flagopt.ab._record import (
     sha256_of,
 )
 from flagopt.ab._runner import SOURCE_THEN_EXEC, AbRunner, AbStopped, patch_copy
+from flagopt.ab._stragglers import slow_runs
 from flagopt.ab._summary import summarize, values_by_round
 from flagopt.ab._text import arm_lines, round_table
 
 __all__ = [
     "BETTER", "DONE", "FAILS", "RUNNING", "SAME", "SCHEMA", "SOURCE_THEN_EXEC", "STOPPED", "TOO_FEW", "WORSE",
     "AbRecord", "AbRunner", "AbStopped", "Estimate", "agreement", "arm_lines", "find_resumable", "load_records",
-    "paired", "patch_copy", "patch_key", "pct", "record_key", "round_order", "round_table", "sha256_of", "summarize",
+    "paired", "patch_copy", "patch_key", "pct", "record_key", "round_order", "round_table", "sha256_of", "slow_runs",
+    "summarize",
     "values_by_round", "williams_rows",
 ]

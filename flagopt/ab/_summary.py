@@ -1,12 +1,13 @@
 """What an A/B record says: per-round values, each patch against the deployed job, the agreement with the study's
-claim, which patch is best, and the rounds whose runs do not share one machine session (pure: reads the record's
-document, writes nothing)."""
+claim, which patch is best, the rounds whose runs do not share one machine session, and the runs a slow node
+measured (pure: reads the record's document, writes nothing)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from flagopt.ab._estimate import BETTER, FAILS, Estimate, agreement, paired, pct
+from flagopt.ab._stragglers import slow_runs, without
 
 #: Run statuses that say something about the arm (an OOM in a patch is a finding); flakes and cancels do not.
 FINDING_STATUSES = ("failed", "infeasible", "invalid")
@@ -66,6 +67,8 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
     deployed = values[0]
     split = split_rounds(doc)
     mixed = {r["round"] for r in split}
+    slow = slow_runs(values, direction, (doc.get("noise") or {}).get("run_sigma"))
+    kept = without(values, slow)
 
     def whole(row: list[float | None]) -> list[float | None]:
         """``row`` without the rounds split over two sessions."""
@@ -87,13 +90,20 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         if split:
             # the same estimate over the rounds run in one session: what the A/B says without the mixed pairs
             entry["vs_deployed_whole_rounds"] = paired(whole(values[i]), whole(deployed), direction).to_json()
+        if slow:
+            # and without the runs a slow node measured: what the A/B says if they are not the patches' doing
+            entry["vs_deployed_without_stragglers"] = paired(kept[i], kept[0], direction).to_json()
         entry.update(vs_deployed=est.to_json(), verdict=verdict,
                      failures=[{"round": r["round"], "status": r["status"], "failure_class": r.get("failure_class"),
                                 "failure_reason": r.get("failure_reason")} for r in failed],
                      agreement=None if agree is None else {"agrees": agree[0], "text": agree[1]})
         arms_out.append(entry)
-    return {"direction": direction, "arms": arms_out, "best": _best(doc, values, estimates, direction),
-            "split_rounds": split}
+    out = {"direction": direction, "arms": arms_out, "best": _best(doc, values, estimates, direction),
+           "split_rounds": split}
+    if slow:
+        out["stragglers"] = [{"round": s["round"], "arm": doc["arms"][s["arm"]]["name"], "reads": s["reads"]}
+                             for s in slow]
+    return out
 
 
 def _best(doc: dict[str, Any], values: list[list[float | None]], estimates: dict[int, Estimate], direction: str) -> dict[str, Any] | None:

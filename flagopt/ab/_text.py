@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flagopt.ab._estimate import pct
+from flagopt.stats import STRAGGLER_SIGMAS
 
 
 def _value(v: float | None) -> str:
@@ -66,4 +67,32 @@ def arm_lines(doc: dict[str, Any]) -> list[str]:
         whole = [(a["name"], a.get("vs_deployed_whole_rounds")) for a in arms[1:]]
         shown = [f"{name} {pct(e['gain'], e['ci'])}" for name, e in whole if e and e.get("gain") is not None]
         out.append(line + (f"; over the other rounds: {', '.join(shown)}" if shown else ""))
+    if line := straggler_line(doc):
+        out.append(line)
     return out
+
+
+def straggler_line(doc: dict[str, Any]) -> str:
+    """The warning naming the runs a slow node measured, with each patch's estimate without them; ``""`` if none.
+
+    Example:
+        >>> summary = {"stragglers": [{"round": 2, "arm": "B", "reads": -0.05}],
+        ...            "arms": [{"name": "A"}, {"name": "B", "vs_deployed_without_stragglers":
+        ...                                      {"gain": 0.03, "ci": [0.028, 0.032]}}]}
+        >>> straggler_line({"summary": summary, "noise": {"run_sigma": 0.003, "study": "fsdp"}, "pairs": 5})[:62]
+        "warning: B's run in round 3 read 5.0 % below what B's other ro"
+    """
+    summary = doc.get("summary") or {}
+    slow = summary.get("stragglers") or []
+    if not slow:
+        return ""
+    runs = [f"{s['arm']}'s run in round {s['round'] + 1} read {-100 * s['reads']:.1f} % below what "
+            + ("the other rounds say" if s["arm"] == "A" else f"{s['arm']}'s other rounds say") for s in slow]
+    noise = doc.get("noise") or {}
+    shown = [f"{a['name']} {pct(e['gain'], e['ci'])}" for a in summary.get("arms", [])[1:]
+             if (e := a.get("vs_deployed_without_stragglers")) and e.get("gain") is not None]
+    return (f"warning: {'; '.join(runs)}: more than {STRAGGLER_SIGMAS:g} sigmas of the run noise of study {noise.get('study')} "
+            f"({100 * float(noise.get('run_sigma') or 0):.2f} % a run), a slow node or a neighbour's job rather than "
+            "a patch. The estimates above keep every run"
+            + (f"; without {'them' if len(slow) > 1 else 'it'}: {', '.join(shown)}" if shown else "")
+            + f". Check the nodes, or add rounds (the same command with --pairs {int(doc.get('pairs') or 0) + 2}).")

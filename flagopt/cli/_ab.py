@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from flagopt import __version__
+from flagopt import __version__, stats
 from flagopt.ab import (
     DONE,
     AbRecord,
@@ -28,6 +28,7 @@ from flagopt.ab import (
     sha256_of,
 )
 from flagopt.cli._common import add_storage, console, examples
+from flagopt.decide import baseline_runs
 from flagopt.cli._run import apply_overrides, make_executor
 from flagopt.errors import EXIT_FAILURE, FlagoptError, StudyError
 from flagopt.space import Space, load_space
@@ -175,6 +176,8 @@ def _record(args: argparse.Namespace, space: Space, data: StudyData | None, say)
         done = sum(1 for r in record.runs if r["status"] == "ok")
         say(f"resuming A/B {record.doc['id']} ({done} runs measured; --new starts afresh)")
         record.doc.update(pairs=args.pairs, state="running", driver=_driver())
+        if "noise" not in record.doc and (noise := _study_noise(args.storage, data, arms)):
+            record.doc["noise"] = noise  # a record written before the A/B named its stragglers
         return record
     record = AbRecord.create(
         folder, key=key, study=data.name if data is not None else None, flagopt=__version__,
@@ -182,6 +185,8 @@ def _record(args: argparse.Namespace, space: Space, data: StudyData | None, say)
                "parallelism": space.parallelism},
         metric={"field": space.metric.field, "window": list(space.metric.window), "direction": space.metric.direction},
         executor=where, pairs=args.pairs, driver=_driver(), arms=[{"name": "A", "label": "deployed", "patch": None}])
+    if noise := _study_noise(args.storage, data, arms):
+        record.doc["noise"] = noise
     for i, arm in enumerate(arms, start=1):
         patches = record.dir / "patches"
         if "file" in arm:
@@ -195,6 +200,20 @@ def _record(args: argparse.Namespace, space: Space, data: StudyData | None, say)
                             "claim": arm["claim"]})
     record.save()
     return record
+
+
+def _study_noise(storage: str | None, data: StudyData | None, arms: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The run noise of the A/B's study (else of the study a patch's claim names), measured on its controls: what
+    the A/B judges a slow run by (flagopt.ab's stragglers); ``None`` without a study or with fewer than 3 controls."""
+    if data is None:
+        named = next((a["claim"]["study"] for a in arms if a.get("claim")), None)
+        data = _study_or_none(storage, named) if named else None
+    if data is None:
+        return None
+    runs = baseline_runs(data.records, data.direction)
+    if len(runs) < 3:
+        return None
+    return {"study": data.name, "run_sigma": stats.run_noise(runs), "controls": len(runs)}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -24,6 +24,9 @@ Scenarios:
     flaky: NCCL init failure on the first ``fail_first`` (default 2) launches counted in ``state=PATH``, then ok;
         with ``faults=hang,nccl-init,...`` the launches counted there run those scenarios in turn, then ok.
 
+A straggler, in any scenario that runs steps: ``slow_launches=3,7`` (launches counted in ``state=PATH`` from 0)
+run every step ``slow`` (default 0.05) slower, a slow node or a neighbour's job for that run only.
+
 Example:
     python -m flagopt.workloads.faulty scenario=hang after=2 steps=15 step_s=0.01
 """
@@ -49,7 +52,7 @@ SCENARIOS = (
 _DEFAULTS: dict[str, str] = {
     "scenario": "ok", "steps": "15", "step_s": "0.01", "after": "", "bad_flags": "", "jaxlib": "0.10.2",
     "bytes": "4770354232", "state": "", "fail_first": "2", "loss_shift": "0.5", "tokens_per_s": "50000",
-    "seed": "0", "noise": "0", "faults": "",
+    "seed": "0", "noise": "0", "faults": "", "slow_launches": "", "slow": "0.05",
 }  # fmt: skip
 _DEFAULT_AFTER = {"oom": 0, "coordination-timeout": 2, "hang": 3, "preempted": 3, "time-limit": 3, "nan": 5, "crash": 2}
 #: Lines real jobs print that are harmless; ``noise=1`` mixes them in so the classifier must ignore them.
@@ -116,16 +119,16 @@ def _check_flags(opts: dict[str, str]) -> None:
 def _launch_count(state: str) -> int:
     """Count this launch in ``state`` and return how many launches came before it."""
     if not state:
-        sys.exit("faulty: scenario=flaky needs state=PATH (a file that counts the launches)")
+        sys.exit("faulty: scenario=flaky and slow_launches= need state=PATH (a file that counts the launches)")
     path = Path(state)
     before = int(path.read_text() or 0) if path.exists() else 0
     path.write_text(str(before + 1))
     return before
 
 
-def _steps(opts: dict[str, str], count: int, scenario: str) -> None:
+def _steps(opts: dict[str, str], count: int, scenario: str, slowdown: float = 0.0) -> None:
     rng = random.Random(int(opts["seed"]))
-    base = float(opts["tokens_per_s"])
+    base = float(opts["tokens_per_s"]) * (1.0 - slowdown)
     nan_from = int(opts["after"] or _DEFAULT_AFTER["nan"]) if scenario == "nan" else None
     shift = float(opts["loss_shift"]) if scenario == "loss-drift" else 0.0
     for step in range(count):
@@ -155,17 +158,18 @@ def main(argv: list[str] | None = None) -> None:
     opts = _parse(sys.argv[1:] if argv is None else argv)
     scenario, steps = opts["scenario"], int(opts["steps"])
     _check_flags(opts)
+    before = _launch_count(opts["state"]) if scenario == "flaky" or opts["slow_launches"] else None
     if scenario == "flaky":
         faults = opts["faults"].split(",") if opts["faults"] else ["nccl-init"] * int(opts["fail_first"])
         unknown = [f for f in faults if f not in SCENARIOS or f == "flaky"]
         if unknown:
             sys.exit(f"faulty: faults= names unknown scenarios {', '.join(unknown)}")
-        before = _launch_count(opts["state"])
         scenario = faults[before] if before < len(faults) else "ok"
+    slowdown = float(opts["slow"]) if str(before) in opts["slow_launches"].split(",") else 0.0
     after = int(opts["after"]) if opts["after"] else _DEFAULT_AFTER.get(scenario, 0)
 
     if scenario in ("ok", "unknown-flag", "nan", "loss-drift", "sigterm-after-window"):
-        _steps(opts, steps, scenario)
+        _steps(opts, steps, scenario, slowdown)
         if scenario == "sigterm-after-window":
             _die(signal.SIGTERM)
         return
@@ -177,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     if scenario == "hang-init":
         _sleep_forever()
 
-    _steps(opts, min(after, steps), scenario)
+    _steps(opts, min(after, steps), scenario, slowdown)
     if scenario == "oom":
         _err(_emit.oom_message(int(opts["bytes"])))
         sys.exit(_emit.RUNTIME_ERROR_EXIT_CODE)

@@ -250,3 +250,40 @@ def test_a_local_driver_killed_with_its_job_is_resumed_and_the_lost_run_is_no_fi
         lost["failure_reason"]
     assert doc["state"] == "done" and [r["status"] for r in doc["runs"]].count("ok") == 4
     assert doc["summary"]["arms"][1]["verdict"] == "no difference"
+
+
+def _study_with_controls(storage_url: str, name: str, sigma: float) -> None:
+    """A study whose twelve controls vary by ``sigma`` a run (what the A/B judges a slow run by)."""
+    import optuna
+    rng = __import__("numpy").random.default_rng(1)
+    study = optuna.create_study(study_name=name, storage=storage_url)
+    study.set_user_attr("flagopt.space", {})
+    for number in range(12):
+        study.add_trial(optuna.trial.create_trial(value=0.0, user_attrs={
+            "kind": "baseline-deployed", "profile": "baseline-deployed", "config_key": "k0", "status": "ok",
+            "steady": 50000.0 * (1 + sigma * rng.standard_normal()), "started_at": float(number), "settings": {},
+            "env": {}}))
+
+
+def test_a_run_a_slow_node_measured_is_named_against_the_study_noise(tmp_path: Path, capsys) -> None:
+    # launch 5 (B's run of round 3: A B, B A, A B ...) runs 5 % slow, as on a slow node; the study's runs vary 0.3 %
+    space = faulty_space(tmp_path, "step_s=0.01", f"state={tmp_path / 'launches'}", "slow_launches=5")
+    fast = patch(tmp_path, "fast.env.sh", "FLAGOPT_WORKLOAD_ARGS=(tokens_per_s=51000)")  # +2 %
+    _study_with_controls(storage(tmp_path), "fsdp", 0.003)
+    assert ab(tmp_path, "fsdp", "--space", str(space), "--patch", str(fast), "--pairs", "4") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    doc = only_record(tmp_path, "fsdp")
+    assert doc["noise"]["study"] == "fsdp" and doc["noise"]["controls"] == 12
+    assert 0.001 < doc["noise"]["run_sigma"] < 0.006
+    assert [(s["round"], s["arm"]) for s in doc["summary"]["stragglers"]] == [(2, "B")]
+    b = doc["summary"]["arms"][1]
+    assert b["vs_deployed"]["pairs"] == 4 and b["vs_deployed_without_stragglers"]["pairs"] == 3
+    assert b["vs_deployed_without_stragglers"]["gain"] == pytest.approx(0.02, abs=0.001)
+    assert "warning: B's run in round 3 read 5.0 % below what B's other rounds say" in out, out
+    assert "without it: B +2.00 %" in out
+    # the same A/B without a study: nothing to judge a slow run by, so nothing is named
+    (tmp_path / "launches").unlink()
+    assert ab(tmp_path, "--space", str(space), "--patch", str(fast), "--pairs", "4") == 0
+    doc = only_record(tmp_path, "abfaulty")
+    assert "noise" not in doc and "stragglers" not in doc["summary"]
+    assert "warning" not in capsys.readouterr().out

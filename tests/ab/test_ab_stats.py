@@ -142,3 +142,49 @@ def test_a_record_without_session_stamps_splits_at_the_run_the_driver_cancelled(
     doc = {"pairs": 3, "metric": {"direction": "maximize"}, "runs": runs,
            "arms": [{"name": "A", "label": "deployed"}, {"name": "B", "label": "p.env.sh"}]}
     assert summarize(doc)["split_rounds"] == [{"round": 1, "sessions": 2, "hosts": []}]
+
+
+def _pairs_doc(rows: list[list[float]], run_sigma: float | None) -> dict:
+    """Arm ``i``'s value per round is ``rows[i]``; the study's run noise, if any, is ``run_sigma``."""
+    arms = [{"name": chr(ord("A") + i), "label": "deployed" if i == 0 else f"p{i}.env.sh"} for i in range(len(rows))]
+    runs = [{"round": rnd, "arm": arm, "status": "ok", "steady": v} for arm, row in enumerate(rows) for rnd, v in enumerate(row)]
+    doc = {"pairs": len(rows[0]), "metric": {"direction": "maximize"}, "arms": arms, "runs": runs}
+    if run_sigma is not None:
+        doc["noise"] = {"study": "fsdp", "run_sigma": run_sigma, "controls": 9}
+    return doc
+
+
+def test_a_patch_run_a_slow_node_measured_is_named_and_the_estimate_without_it_is_given() -> None:
+    # B pays +3 % in four rounds; its run of round 3 ran on a slow node (5 % low)
+    rows = [[100.0, 100.3, 99.8, 100.1, 99.9], [103.1, 103.2, 97.8, 103.0, 103.1]]
+    doc = _pairs_doc(rows, 0.003)
+    doc["summary"] = summarize(doc)
+    assert doc["summary"]["stragglers"] == [{"round": 2, "arm": "B", "reads": pytest.approx(-0.048, abs=0.002)}]
+    b = doc["summary"]["arms"][1]
+    assert b["vs_deployed"]["pairs"] == 5 and b["verdict"] == "no difference"  # the A/B as planned keeps every run
+    kept = b["vs_deployed_without_stragglers"]
+    assert kept["pairs"] == 4 and kept["gain"] == pytest.approx(0.03, abs=0.002) and kept["verdict"] == "better"
+    line = arm_lines(doc)[-1]
+    assert line.startswith("warning: B's run in round 3 read 4.8 % below what B's other rounds say")
+    assert "run noise of study fsdp (0.30 % a run)" in line and "without it: B +3.0" in line and "--pairs 7" in line
+
+
+def test_a_slow_deployed_run_is_named_once_and_takes_its_round_out_of_every_pair() -> None:
+    rows = [[100.0, 100.2, 95.1, 99.9], [102.0, 102.1, 102.0, 101.9], [99.9, 100.1, 100.0, 100.2]]
+    doc = _pairs_doc(rows, 0.004)
+    summary = summarize(doc)
+    assert [(s["round"], s["arm"]) for s in summary["stragglers"]] == [(2, "A")]
+    assert [a["vs_deployed_without_stragglers"]["pairs"] for a in summary["arms"][1:]] == [3, 3]
+    assert summary["arms"][2]["vs_deployed_without_stragglers"]["gain"] == pytest.approx(0.0, abs=0.002)
+    assert "A's run in round 3 read" in arm_lines({**doc, "summary": summary})[-1]
+
+
+def test_no_run_is_named_without_a_study_noise_nor_within_it() -> None:
+    slow = [[100.0, 100.3, 99.8, 100.1, 99.9], [103.1, 103.2, 97.8, 103.0, 103.1]]
+    summary = summarize(_pairs_doc(slow, None))  # no study: five rounds cannot tell a straggler from noise
+    assert "stragglers" not in summary and "vs_deployed_without_stragglers" not in summary["arms"][1]
+    # a noisy job (1 % a run): a pair 3 % off the others is within 3.5 sigmas of a pair's noise
+    noisy = [[100.0, 100.3, 99.8, 100.1, 99.9], [103.1, 102.2, 100.1, 103.0, 104.1]]
+    assert "stragglers" not in summarize(_pairs_doc(noisy, 0.01))
+    assert not any(line.startswith("warning") for line in arm_lines({**_pairs_doc(noisy, 0.01),
+                                                                       "summary": summarize(_pairs_doc(noisy, 0.01))}))
