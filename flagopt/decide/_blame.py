@@ -8,8 +8,9 @@ crash, NaN loss, a run that stops short) is blamed on a setting when
 * at least two runs that set it failed that way, no run that set it succeeded, and no earlier blame explains them.
 
 A hang is retried as the infrastructure's; once the same configuration hangs twice and never ran, it is blamed like
-an out-of-memory run. A value the installed XLA rejects (its run aborted on an unknown flag, or it was not run because
-pre-flight or an earlier run found it) is blamed like one too: no run can ever measure it. Where XLA named the flag
+an out-of-memory run, unless the study's other launches hang about as often (:func:`hangs_beyond_the_cluster`). A
+value the installed XLA rejects (its run aborted on an unknown flag, or it was not run because pre-flight or an
+earlier run found it) is blamed like one too: no run can ever measure it. Where XLA named the flag
 itself unknown (not a value it could not parse), every value of the setting is blamed: an engineer who sees
 "Unknown flag in XLA_FLAGS: --xla_x=80" does not try 88 and 96 next.
 
@@ -35,6 +36,7 @@ from typing import Any
 
 from flagopt.space import Space, render_value
 from flagopt.decide._design import Scalar, flag_of, same_value, settings_of_record
+from flagopt.decide._hangs import hangs_beyond_the_cluster
 from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, INVALID, RUNNING, RunRecord
 
 #: Failure classes the configuration itself causes: the same settings fail the same way again.
@@ -180,7 +182,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
     # ran), it is the configuration's, and each more try would cost a whole hang deadline of pinned nodes.
     ok_keys = {r.config_key for r in records if r.ok}
     for (failure_class, key), runs in reproducible.items():
-        if len(runs) >= 2 and key not in ok_keys:
+        if len(runs) >= 2 and key not in ok_keys and hangs_beyond_the_cluster(records, failure_class, key):
             failures.extend((failure_class, settings) for settings in runs)
 
     def direction(name: str, value: Scalar) -> int:

@@ -151,3 +151,18 @@ def test_a_flag_xla_does_not_know_is_blamed_for_every_value_and_a_bad_value_for_
     # in a combination, the flag the message names is the one blamed, not its companions
     combo = blames_of(tmp_path, [rejected(1, {AG: 2**30, P2P: True}, names=[AG])])
     assert [(b.param, b.every) for b in combo] == [("ag", True)]
+
+
+def test_two_hangs_of_one_configuration_are_the_cluster_s_where_other_launches_hang_too(tmp_path):
+    """flaky-50020: the +7 % winner's probe hung twice in three launches where 3 % of all launches hang; blamed, it
+    never ran again and the study ended null. Where other launches hang about as often, it takes a third hang."""
+    others = [rec(n, {AG: 2**20 + n}, *(("flake", "hang") if n in (1, 7) else ())) for n in range(30)]
+    coordination = RunRecord(31, "probe", "p", "kp", "flake", None, 31.0, None,
+                             attrs={**hung(31, {P2P: True}, "kp").attrs, "failure_class": "coordination-timeout"})
+    chain = [hung(30, {P2P: True}, "kp"), coordination, hung(32, {P2P: True}, "kp")]
+    assert blames_of(tmp_path, [*others, *chain]) == []
+    third = blames_of(tmp_path, [*others, *chain, hung(40, {P2P: True}, "kp")])
+    assert [(b.param, b.value, b.failure_class) for b in third] == [("p2p", True, "hang")]
+    # the same chain where none of the other thirty launches hung: its second hang is its own
+    healthy = [rec(n, {AG: 2**20 + n}) for n in range(30)]
+    assert [(b.param, b.value) for b in blames_of(tmp_path, [*healthy, *chain])] == [("p2p", True)]
