@@ -244,13 +244,8 @@ class Stopping:
         # runs that did not select it.
         raced = sum(1 for a in eligible if a.n > 1)
         conf = stats.win_confidence(self.space.noise.confidence, raced)
-        confirmed = [a for a in eligible if a.verdict == "better" and a.claim is not None
-                     and a.claim.bounds(conf)[0] > 0]
-        # ... and above the space's minimum effect at its own 95 % lower bound: a gain that may be smaller is, by the
-        # user's threshold, the same (rand-null-80022: +2.0 % [+0.7, +3.3] over two fresh runs for a true +0.4 %;
-        # docs/benchmark-decisions.md, fifty-eighth-session note).
-        min_effect = self.space.noise.min_effect
-        better = [a for a in confirmed if a.claim.lo >= min_effect]
+        better = [a for a in eligible if a.verdict == "better" and a.claim is not None
+                  and a.claim.bounds(conf)[0] > 0]
         if better:
             # The best confirmed, as the effects model predicts it from every run (as the leader is chosen): the
             # largest fresh-run claim of several is high by selection (rand-below: four budget picks of true +1.6 to
@@ -261,13 +256,7 @@ class Stopping:
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
                            f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
-        small = ""
-        if confirmed:
-            top = max(confirmed, key=self.predicted)
-            est = top.claim
-            small = (f" by the {min_effect:.0%} minimum effect (noise.min_effect): {top.label} {est.gain:+.1%} "
-                     f"[{est.lo:+.1%}, {est.hi:+.1%}] over {est.n} fresh runs may be less")
-        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed{small}"
+        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed"
                        f"{self.unconfirmed_higher(eligible, None, cut_short)}", tried=tried, noise=noise)
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
