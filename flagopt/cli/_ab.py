@@ -28,8 +28,8 @@ from flagopt.ab import (
     sha256_of,
 )
 from flagopt.cli._common import add_storage, console, examples
-from flagopt.decide import baseline_runs
 from flagopt.cli._run import apply_overrides, make_executor
+from flagopt.decide import baseline_runs
 from flagopt.errors import EXIT_FAILURE, FlagoptError, StudyError
 from flagopt.space import Space, load_space
 from flagopt.study import StudyData, study_data, study_folder
