@@ -27,6 +27,7 @@ import math
 from collections.abc import Sequence
 from statistics import median
 
+from flagopt.ab._estimate import log_ratio
 from flagopt.stats import DEFAULT_NOISE_FLOOR, STRAGGLER_SIGMAS
 
 #: the fewest pairs of a patch for its median to say what its other rounds read
@@ -43,11 +44,9 @@ def slow_runs(values: Sequence[Sequence[float | None]], direction: str,
     """
     if run_sigma is None or len(values) < 2:
         return []
-    sign = 1.0 if direction == "maximize" else -1.0
-    logs = [[None if v is None or v <= 0 else sign * math.log(v) for v in row] for row in values]
     deviations: dict[int, dict[int, float]] = {}  # patch -> round -> pair log-ratio less the patch's median
-    for arm, row in enumerate(logs[1:], start=1):
-        pairs = {rnd: y - a for rnd, (y, a) in enumerate(zip(row, logs[0])) if y is not None and a is not None}
+    for arm, row in enumerate(values[1:], start=1):
+        pairs = {rnd: log_ratio(v, a, direction) for rnd, (v, a) in enumerate(zip(row, values[0])) if v and a}
         if len(pairs) >= MIN_PAIRS:
             centre = median(pairs.values())
             deviations[arm] = {rnd: d - centre for rnd, d in pairs.items()}

@@ -91,8 +91,9 @@ def straggler_line(doc: dict[str, Any]) -> str:
     noise = doc.get("noise") or {}
     shown = [f"{a['name']} {pct(e['gain'], e['ci'])}" for a in summary.get("arms", [])[1:]
              if (e := a.get("vs_deployed_without_stragglers")) and e.get("gain") is not None]
-    return (f"warning: {'; '.join(runs)}: more than {STRAGGLER_SIGMAS:g} sigmas of the run noise of study {noise.get('study')} "
-            f"({100 * float(noise.get('run_sigma') or 0):.2f} % a run), a slow node or a neighbour's job rather than "
+    return (f"warning: {'; '.join(runs)}: more than {STRAGGLER_SIGMAS:g} sigmas of the run noise of study "
+            f"{noise.get('study')} ({100 * float(noise.get('run_sigma') or 0):.2f} % a run), a slow node or a "
+            "neighbour's job rather than "
             "a patch. The estimates above keep every run"
             + (f"; without {'them' if len(slow) > 1 else 'it'}: {', '.join(shown)}" if shown else "")
             + f". Check the nodes, or add rounds (the same command with --pairs {int(doc.get('pairs') or 0) + 2}).")

@@ -254,8 +254,9 @@ def test_a_local_driver_killed_with_its_job_is_resumed_and_the_lost_run_is_no_fi
 
 def _study_with_controls(storage_url: str, name: str, sigma: float) -> None:
     """A study whose twelve controls vary by ``sigma`` a run (what the A/B judges a slow run by)."""
+    import numpy as np
     import optuna
-    rng = __import__("numpy").random.default_rng(1)
+    rng = np.random.default_rng(1)
     study = optuna.create_study(study_name=name, storage=storage_url)
     study.set_user_attr("flagopt.space", {})
     for number in range(12):
