@@ -39,6 +39,10 @@ PAIRS = "pairs"
 #: null study pays for each row (its median runs target is 35).
 MAX_PAIR_ROWS = 3
 
+#: A setting the model is sure costs more than the win bar alone (its effect plus this many standard errors below
+#: minus the bar) goes into no row.
+COSTLY_SE = 2.0
+
 #: The categorical values' combinations a row is chosen from, at most (four categoricals of eight values).
 MAX_COMBOS = 4096
 
@@ -109,11 +113,13 @@ def covered_pairs(space: Space, records: Sequence[RunRecord]) -> set[Pair]:
 
 def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence[RunRecord], blames: Sequence[Blame],
              tried: set[str], in_flight: int = 0, *, base: Mapping[str, Any] | None = None,
-             base_label: str = "", rank: Callable[[str, Any], float] | None = None) -> TrialConfig | None:
+             base_label: str = "", rank: Callable[[str, Any], float] | None = None,
+             costly: Callable[[str, Any], bool] | None = None) -> TrialConfig | None:
     """The next covering row no run has set (``tried``: config keys run or in flight; ``in_flight``: rows of this
     design still running), or ``None`` once ``MAX_PAIR_ROWS`` were asked or every pair ran together; ``base``: around
     this winner (``base_label``), whose rows have a budget of their own (the runs after a winner, ``phase: refine``),
-    each value it does not set chosen best ``rank`` first (the model's effect) where the pairs tie.
+    each value it does not set chosen best ``rank`` first (the model's effect) where the pairs tie; ``costly``: values
+    no row sets (one that costs more than the win bar alone hides every other pair of its row).
 
     A row that failed as its settings do together (blamed in company) is run without the blamed settings but one.
     """
@@ -124,7 +130,9 @@ def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence
             < space.stop.max_null:
         return None  # a small space is measured to its last configuration (Stopping.remaining)
     base = base or {}
-    for row in covering_rows(space.params, deployed, covered_pairs(space, records), excluded_by(blames),
+    blamed = excluded_by(blames)
+    excluded = blamed if costly is None else (lambda name, value: blamed(name, value) or costly(name, value))
+    for row in covering_rows(space.params, deployed, covered_pairs(space, records), excluded,
                              MAX_PAIR_ROWS - asked, base, rank):
         row = {**base, **row}
         while (blame := blamed_by(blames, row)) is not None and len(row) > 2:
