@@ -177,7 +177,8 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert kinds == {"stress-wide": "win", "stress-lownoise": "win", "stress-noisy": "win", "stress-revert": "win",
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
-                     "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win"}
+                     "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win",
+                     "stress-costly-mask": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -205,6 +206,13 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert beside.best().settings["NCCL_PROTO"] == "Simple" and beside.best().settings["xla_gpu_enable_pipelined_p2p"]
     without = {**beside.best().settings, "xla_gpu_enable_pipelined_p2p": False}
     assert beside.true_gain(without) < beside.best().gain - 0.03
+    # the costly mask: the scheduler off costs three times the win bar; the pair is nothing alone, the best together
+    mask = load_landscape("stress-costly-mask", stress)
+    pag = {"xla_gpu_enable_pipelined_all_gather": True}
+    assert mask.true_gain({"xla_gpu_enable_latency_hiding_scheduler": False}) < -0.14
+    assert abs(mask.true_gain(pag)) < 1e-9 and abs(mask.true_gain({"NCCL_PROTO": "LL128"})) < 1e-9
+    assert mask.true_gain({**pag, "NCCL_PROTO": "LL128"}) > 0.07
+    assert mask.true_gain({**pag, "NCCL_PROTO": "LL128", "xla_gpu_enable_latency_hiding_scheduler": False}) < 0
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110
