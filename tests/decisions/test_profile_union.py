@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from flagopt.decide import arms_of, config_of_settings, settings_of_record
 from flagopt.decide import _profiles
-from flagopt.decide._profiles import MAX_PROFILE_UNIONS, PROFILE_UNION, profile_union
+from flagopt.decide._profiles import MAX_PROFILE_UNIONS, PROFILE_ADD_ONE, PROFILE_UNION, profile_union
+from flagopt.decide._runs import RunRecord
 from tests.decisions.records import run, space_of
 from tests.decisions.test_profiles import next_step, profile_run
 
@@ -103,3 +104,35 @@ def test_the_engine_asks_a_union_no_run_has_asked_after_the_profile_add_one(tmp_
     # the add-one moved the recipe's protocol to LL, the best alone: that is the recipe with "ll", which runs once
     assert seen[0] == ("profile-add-one", "recipe + c=LL for LL128")
     assert seen[1:] == [(PROFILE_UNION, "recipe + simple")]
+
+
+def test_a_recipe_s_add_one_that_measures_best_is_stacked_with_the_other_profiles(tmp_path):
+    """rand-recipe-60009: the recipe's add-one led the study; the profile that paid only beside it (-12 % alone,
+    +13 % together) had been stacked on the recipe alone."""
+    space = load(tmp_path, SPACE + "      cudnn: {xla: {xla_gpu_enable_cudnn_fmha: true}}\n")
+    records = measured(space) + [profile_run(space, 6, "cudnn", 99.5)]
+    grown = config_of_settings(space, {OWN: False, "a": True, "c": "LL"}, kind="probe",
+                               profile="recipe + c=LL for LL128")
+    add_one = RunRecord(7, "probe", grown.profile, grown.config_key, "ok", 102.0, 7.0, None,
+                        attrs={"settings": grown.settings(), "design": PROFILE_ADD_ONE, "started_at": 7.0})
+    asked = [(c.profile, c.settings()) for c in unions(space, records, MAX_PROFILE_UNIONS)]
+
+    def next_union(records, asked):
+        tried = {config_of_settings(space, settings_of_record(space, s), kind="probe", profile="").config_key
+                 for _, s in asked}
+
+        def fresh(settings, label):
+            config = config_of_settings(space, settings, kind="probe", profile=label)
+            return None if config.config_key in tried else config
+
+        return profile_union(space, arms_of(records, space.noise), fresh, asked)
+
+    assert next_union(records, asked) is None  # the recipe's unions are spent
+    seen = []
+    while (config := next_union(records + [add_one], asked)) is not None:
+        seen.append((config.profile, settings_of_record(space, config.settings())))
+        asked.append((config.profile, config.settings()))
+    # on the add-one: "ll" adds nothing to it, with "simple" it is the recipe's union already run, and the recipe is
+    # where it came from; "cudnn" never ran on the recipe (the cap)
+    assert seen == [("recipe + c=LL for LL128 + cudnn",
+                     {OWN: False, "a": True, "c": "LL", "xla:xla_gpu_enable_cudnn_fmha": True})]
