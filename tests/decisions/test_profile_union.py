@@ -30,11 +30,13 @@ def load(tmp_path, text=SPACE):
     return space_of(tmp_path, text, "u.yaml")
 
 
-def unions(space, records, count):
-    """The first ``count`` unions the engine would ask, each recorded as asked (and tried) before the next."""
+def unions(space, records, count, asked=None):
+    """The first ``count`` unions the engine would ask, each recorded as asked (and tried) before the next;
+    ``asked``: the unions asked before (labels and settings), extended in place."""
     arms = arms_of(records, space.noise)
-    tried: set[str] = set()
-    asked: list = []
+    asked = [] if asked is None else asked
+    tried = {config_of_settings(space, settings_of_record(space, s), kind="probe", profile=label).config_key
+             for label, s in asked}
 
     def fresh(settings, label):
         config = config_of_settings(space, settings, kind="probe", profile=label)
@@ -115,24 +117,12 @@ def test_a_recipe_s_add_one_that_measures_best_is_stacked_with_the_other_profile
                                profile="recipe + c=LL for LL128")
     add_one = RunRecord(7, "probe", grown.profile, grown.config_key, "ok", 102.0, 7.0, None,
                         attrs={"settings": grown.settings(), "design": PROFILE_ADD_ONE, "started_at": 7.0})
-    asked = [(c.profile, c.settings()) for c in unions(space, records, MAX_PROFILE_UNIONS)]
-
-    def next_union(records, asked):
-        tried = {config_of_settings(space, settings_of_record(space, s), kind="probe", profile="").config_key
-                 for _, s in asked}
-
-        def fresh(settings, label):
-            config = config_of_settings(space, settings, kind="probe", profile=label)
-            return None if config.config_key in tried else config
-
-        return profile_union(space, arms_of(records, space.noise), fresh, asked)
-
-    assert next_union(records, asked) is None  # the recipe's unions are spent
-    seen = []
-    while (config := next_union(records + [add_one], asked)) is not None:
-        seen.append((config.profile, settings_of_record(space, config.settings())))
-        asked.append((config.profile, config.settings()))
+    asked: list = []
+    assert None not in unions(space, records, MAX_PROFILE_UNIONS, asked)
+    assert unions(space, records, 1, asked) == [None]  # the recipe's unions are spent
+    seen = [(c.profile, settings_of_record(space, c.settings())) if c else None
+            for c in unions(space, records + [add_one], 2, asked)]
     # on the add-one: "ll" adds nothing to it, with "simple" it is the recipe's union already run, and the recipe is
     # where it came from; "cudnn" never ran on the recipe (the cap)
     assert seen == [("recipe + c=LL for LL128 + cudnn",
-                     {OWN: False, "a": True, "c": "LL", "xla:xla_gpu_enable_cudnn_fmha": True})]
+                     {OWN: False, "a": True, "c": "LL", "xla:xla_gpu_enable_cudnn_fmha": True}), None]
