@@ -10,15 +10,15 @@ from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
 from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
-from flagopt.decide._blame import Blame, blame_failures, blamed_by
+from flagopt.decide._blame import Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
-from flagopt.decide._pairs import COSTLY_SE, PAIRS, pair_row
+from flagopt.decide._pairs import COSTLY_SE, PAIRS, RECIPE_PAIRS, pair_row, recipe_pair_row
 from flagopt.decide._plan import (DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before, settings_set,
                                   variant_label)
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
-                                      profile_add_one, profile_drop_one, profile_union, profile_without_failures,
-                                      profile_without_harm)
+                                      profile_add_one, profile_bases, profile_drop_one, profile_union,
+                                      profile_without_failures, profile_without_harm)
 from flagopt.decide._proposals import OPTIMISM_SE, Proposals
 from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
@@ -136,6 +136,16 @@ class Screen(Proposals):
             if profiles_due else None
         if union is not None:
             return union, "the best measured recipe with another catalog profile", PROFILE_UNION
+        # Rows on the recipe while nothing is near the win bar: a recipe that measured near it is a contender, and
+        # rows around it only made its race longer (rand-recipe-12: a row read high by noise and led for ten runs)
+        near = any(a.estimate.gain >= self.within_reach(space.stop.win, a.n) for a in self.eligible(arms))
+        bases = profile_bases(space, arms) if profiles_due and leader is None and not near else []
+        left_out = excluded_by(blames)
+        if bases and (beside := recipe_pair_row(space, self.deployed, *bases[0], records,
+                                                [s for _, s in asked_settings(RECIPE_PAIRS, records, in_flight)],
+                                                lambda n, v: left_out(n, v) or self.costs_the_bar(n, v))) \
+                and (config := fresh(*beside)) is not None:
+            return config, "values no run set beside the best recipe's own flags", RECIPE_PAIRS
         if leader is None and (ahead or not proposals_in_flight):
             # ahead of a combination still running (several slots): its rows need not wait for it
             row = self.balanced_row(records, arms, blames, tried, ahead=ahead and bool(proposals_in_flight))

@@ -178,7 +178,7 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
                      "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win",
-                     "stress-costly-mask": "win"}
+                     "stress-costly-mask": "win", "stress-recipe-partner": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -213,6 +213,13 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert abs(mask.true_gain(pag)) < 1e-9 and abs(mask.true_gain({"NCCL_PROTO": "LL128"})) < 1e-9
     assert mask.true_gain({**pag, "NCCL_PROTO": "LL128"}) > 0.07
     assert mask.true_gain({**pag, "NCCL_PROTO": "LL128", "xla_gpu_enable_latency_hiding_scheduler": False}) < 0
+    # the recipe's partner: Tree costs alone and pays beside the recipe's own flags, which the space does not offer
+    partner = load_landscape("stress-recipe-partner", stress)
+    recipe = {"xla": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cudnn_fmha": True}}
+    assert partner.true_gain({"NCCL_ALGO": "Tree"}) < -0.015 and abs(partner.true_gain(recipe)) < 0.01
+    assert partner.true_gain({"xla": {**recipe["xla"]}, "env": {"NCCL_ALGO": "Tree"}}) > 0.08
+    assert partner.best().settings["NCCL_ALGO"] == "Tree" and "xla_gpu_enable_triton_gemm" not in \
+        set(partner.space_params())
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110
