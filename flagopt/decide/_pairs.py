@@ -19,6 +19,10 @@ categorical of its own may take another value): a companion that pays only besid
 worse alone, and add-ones take only what measured above zero (rand-win-1021: pipelined p2p, -0.9 % measured alone,
 +4.9 % beside the winner's Simple; rand-win-1019: LL128, +0.2 % alone, +4 % more than Simple beside the winner's
 pipelined all-gather).
+
+On top of the best recipe (a catalog profile with flags the space does not offer) the rows set the values no run set
+beside the recipe's own flags, while nothing is near the win bar (:func:`recipe_pair_row`; rand-recipe-100001: Tree,
+-1.9 % alone, +12 % beside the recipe's flags).
 """
 
 from __future__ import annotations
@@ -156,10 +160,10 @@ def pair_row(space: Space, deployed: Mapping[str, str | None], records: Sequence
 def recipe_pair_row(space: Space, deployed: Mapping[str, str | None], base: Mapping[str, Any], base_label: str,
                     records: Sequence[RunRecord], asked: Sequence[Mapping[str, Mapping[str, Any]]],
                     excluded: Callable[[str, Any], bool]) -> tuple[dict[str, Any], str] | None:
-    """The settings and label of the next row on top of a recipe (``base``, a catalog profile's settings with flags of its own, labelled
-    ``base_label``) that sets the few-level values no run has set beside the recipe's own flags, or ``None`` once
-    ``MAX_PAIR_ROWS`` rows were ``asked`` (this design's runs' settings, in flight included) or every such value ran
-    beside them. Row by row: the next value of each categorical, and its share of the booleans' values.
+    """The settings and label of the next row on top of a recipe (``base``, a catalog profile's settings with flags
+    of its own, labelled ``base_label``) that sets the few-level values no run has set beside the recipe's own flags,
+    or ``None`` once ``MAX_PAIR_ROWS`` rows were ``asked`` (this design's runs' settings, in flight included) or every
+    such value ran beside them. Row by row: the next value of each categorical, and its share of the booleans'.
 
     A recipe's own flag may pay only with a value the recipe does not set, and that value may cost alone: its add-one
     takes what measured above zero alone (rand-recipe-100001: NCCL_ALGO=Tree cost 1.9 % alone and pays 12 % beside
@@ -182,8 +186,9 @@ def recipe_pair_row(space: Space, deployed: Mapping[str, str | None], base: Mapp
     wanted = {n: vs for n, vs in wanted.items() if vs}
     if not wanted:
         return None
-    rows_left = max(1, min(MAX_PAIR_ROWS - len(asked), max(len(vs) for vs in wanted.values() if len(vs) > 1)
-                           if any(len(vs) > 1 for vs in wanted.values()) else 1))
+    # as many rows as the widest categorical has values left (one where only booleans are): the booleans are shared
+    # out over them, so that no row stacks every value that costs a little alone
+    rows_left = max(1, min(MAX_PAIR_ROWS - len(asked), max((len(vs) for vs in wanted.values()), default=1)))
     singles = [n for n, vs in wanted.items() if len(vs) == 1]
     take = set(singles[:math.ceil(len(singles) / rows_left)])
     row = {n: vs[0] for n, vs in wanted.items() if len(vs) > 1 or n in take}
