@@ -138,10 +138,9 @@ class Screen(Proposals):
             return union, "the best measured recipe with another catalog profile", PROFILE_UNION
         # Rows on the recipe while nothing is near the win bar: a recipe that measured near it is a contender, and
         # rows around it only made its race longer (rand-recipe-12: a row read high by noise and led for ten runs)
-        near = any(a.estimate.gain >= self.within_reach(space.stop.win, a.n) for a in self.eligible(arms))
-        bases = profile_bases(space, arms) if profiles_due and leader is None and not near else []
+        bases = profile_bases(space, arms) if profiles_due and leader is None else []
         left_out = excluded_by(blames)
-        if bases and (beside := recipe_pair_row(space, self.deployed, *bases[0], records,
+        if bases and not self.near_the_bar(arms) and (beside := recipe_pair_row(space, self.deployed, *bases[0], records,
                                                 [s for _, s in asked_settings(RECIPE_PAIRS, records, in_flight)],
                                                 lambda n, v: left_out(n, v) or self.costs_the_bar(n, v))) \
                 and (config := fresh(*beside)) is not None:
@@ -246,10 +245,8 @@ class Screen(Proposals):
         contender, nothing near the win bar, not even one setting alone (win10-1023), and nothing left to race
         against the null bar (stress-combo-oom-3: a +3 % threshold's race waited behind the rows). No null verdict is
         drawn while one is due. ``around``: the confirmed winner, whose settings every row keeps."""
-        win = self.space.stop.win
         if not self.space.screen or around is None and (
-                self.contender(arms) is not None or self.candidates(arms, in_flight)
-                or any(a.estimate.gain >= self.within_reach(win, a.n) for a in self.eligible(arms))):
+                self.contender(arms) is not None or self.candidates(arms, in_flight) or self.near_the_bar(arms)):
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
         base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
@@ -258,6 +255,10 @@ class Screen(Proposals):
                         base_label=around.label if around else "",
                         rank=(lambda n, v: self._effect(self._model, n, v)) if around else None,
                         costly=self.costs_the_bar)
+
+    def near_the_bar(self, arms: Sequence[Arm]) -> bool:
+        """Whether some arm, even one setting alone, is within ``sigma / sqrt(n)`` of the win bar (win10-1023)."""
+        return any(a.estimate.gain >= self.within_reach(self.space.stop.win, a.n) for a in self.eligible(arms))
 
     def costs_the_bar(self, name: str, value: Any) -> bool:
         """Whether the model is sure that one setting alone costs more than the win bar: a pair row that sets it
