@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import asked_settings, varied_param
+from flagopt.decide._plan import DROPPED, asked_settings, varied_param
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Param, Space
 
@@ -28,6 +28,12 @@ MAX_MOVES = 3
 #: study: the NCCL algorithm's swap spent the study's one, and the protocol that pays only beside the algorithm was
 #: never swapped (stress-cat-pair: 20 % within 1 % of the best, rand-win-9021).
 MAX_SWAPS = 1
+#: The design of a combination's drop-one variants where it measured clearly below its best part
+#: (:meth:`Moves.conflict_drops`).
+CONFLICT_DROP = "conflict-drop"
+#: At most this many conflict-drop runs a study: a combination of five settings has five variants, and the model's
+#: next combination may be in conflict again; the first few find the setting that spoils the others.
+MAX_CONFLICT_DROPS = 6
 
 
 class Moves:
@@ -159,6 +165,46 @@ class Moves:
         settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
         move = self.neighbour(self._model, settings, blames, records, categorical_only=True)
         return (settings, arm.label, *move) if move is not None else None
+
+    def conflict_drops(self, arms: Sequence[Arm], asked: int) -> Iterator[tuple[dict[str, Any], str]]:
+        """Before any winner: the drop-one variants of a combination of three or more settings that measured clearly
+        below its best single part and below the sum of its parts (:func:`~flagopt.decide._design.clear_drop`):
+        ``(settings, label)``, the largest shortfall first, its weakest part dropped first; ``asked``: conflict-drop
+        runs so far.
+
+        Two settings that hide the same communication cost spoil each other, and the combination that set both
+        measured below either alone (rand-recipe-60004: pipelined all-gather +4.6 % and pipelined p2p +4.5 % alone,
+        -2.8 % together with Ring). The model pools that run into both main effects; the balanced rows then set them
+        together again, and no run ever set all-gather without p2p beside Tree (+7.8 %): the study ended on `budget`.
+        A shortfall a negative part explains (a -15 % setting) is no conflict.
+
+        Only the model's combination (every param's best value, each measured alone) is split. A balanced or pair row
+        sets settings together to estimate their effects, and its drop-ones spoil the design (rand-recipe-60020: six
+        drop-ones of a balanced row, and its +7.3 % best was never confirmed). An add-one or a recipe with a profile
+        added that measured below its base is the model's to explain: its one useful drop-one is the base, already
+        measured (rand-recipe-1021: six drop-ones of the recipe's flags, and the study won 1.4 points lower).
+        """
+        if asked >= MAX_CONFLICT_DROPS:
+            return
+        singles: dict[tuple[str, Any], float] = {}
+        combos = []
+        for arm in self.eligible(arms):
+            settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
+            if len(settings) == 1:
+                singles[next(iter(settings.items()))] = 0.0 if arm.same_program else arm.estimate.gain
+            elif len(settings) >= 3 and arm.first.attrs.get("design") == "combination":
+                combos.append((arm, settings))
+        bar = design.clear_drop(self._sigma)
+        conflicts = []
+        for arm, settings in combos:
+            parts = {n: singles[(n, v)] for n, v in settings.items() if (n, v) in singles}
+            if not parts or arm.estimate.gain > min(max(parts.values()), sum(parts.values())) - bar:
+                continue
+            conflicts.append((max(parts.values()) - arm.estimate.gain, arm, settings, parts))
+        for _, arm, settings, parts in sorted(conflicts, key=lambda c: (-c[0], c[1].label)):
+            for name in sorted(parts, key=lambda n: (parts[n], n)):
+                rest = {k: v for k, v in settings.items() if k != name}
+                yield rest, DROPPED + name + ": " + ", ".join(design.setting_label(k, v) for k, v in rest.items())
 
 
 def _categorical(param: Param, value: Any) -> bool:

@@ -12,6 +12,7 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._model import EffectsModel, effects_model
+from flagopt.decide._moves import CONFLICT_DROP
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._pairs import COSTLY_SE, PAIRS, RECIPE_PAIRS, pair_row, recipe_pair_row
 from flagopt.decide._plan import (DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before, settings_set,
@@ -145,6 +146,11 @@ class Screen(Proposals):
                                                 lambda n, v: left_out(n, v) or self.costs_the_bar(n, v))) \
                 and (config := fresh(*beside)) is not None:
             return config, "values no run set beside the best recipe's own flags", RECIPE_PAIRS
+        if leader is None and not proposals_in_flight:
+            for rest, label in self.conflict_drops(arms, len(asked_settings(CONFLICT_DROP, records, in_flight))):
+                if (config := fresh(rest, label)) is not None:
+                    return config, "which setting spoils a combination that measured below its best part?", \
+                        CONFLICT_DROP
         if leader is None and (ahead or not proposals_in_flight):
             # ahead of a combination still running (several slots): its rows need not wait for it
             row = self.balanced_row(records, arms, blames, tried, ahead=ahead and bool(proposals_in_flight))

@@ -178,7 +178,7 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
                      "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win",
-                     "stress-costly-mask": "win", "stress-recipe-partner": "win"}
+                     "stress-costly-mask": "win", "stress-recipe-partner": "win", "stress-conflict": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -220,6 +220,12 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert partner.true_gain({"xla": {**recipe["xla"]}, "env": {"NCCL_ALGO": "Tree"}}) > 0.08
     assert partner.best().settings["NCCL_ALGO"] == "Tree" and "xla_gpu_enable_triton_gemm" not in \
         set(partner.space_params())
+    # the conflict: two settings near the bar alone spoil each other; the best keeps one of them
+    conflict = load_landscape("stress-conflict", stress)
+    pag, p2p = {"xla_gpu_enable_pipelined_all_gather": True}, {"xla_gpu_enable_pipelined_p2p": True}
+    assert min(conflict.true_gain(pag), conflict.true_gain(p2p)) > 0.04
+    assert conflict.true_gain({**pag, **p2p, "NCCL_ALGO": "Ring"}) < 0 < 0.075 < conflict.best().gain
+    assert conflict.best().settings["xla_gpu_enable_pipelined_p2p"] is False
     unknown = load_landscape("stress-unknown-range", stress)
     # its true best leaves the unknown flag as deployed: no run can set it, whatever effect the file gives it
     assert unknown.best().settings["xla_gpu_memory_limit_slop_factor"] == 95 < 110
