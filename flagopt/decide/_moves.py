@@ -1,6 +1,7 @@
 """Moves around the best configuration: a numeric setting moved to its better neighbour or past a worse one (a short
 line search), a categorical one swapped for a close rival or, once, for a value worse alone; and, before any
-contender, the best combination with a categorical setting swapped (statistics.md §10). Part of the planner through
+contender, the best combination with a categorical setting swapped; before any winner, the model's combination
+without each part where it measured clearly below its best part (statistics.md §10). Part of the planner through
 :class:`~flagopt.decide._proposals.Proposals`."""
 
 from __future__ import annotations

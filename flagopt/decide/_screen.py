@@ -12,8 +12,8 @@ from flagopt.decide._arms import Arm
 from flagopt.decide._balanced import COMPANIONS, companion_label, informs_only
 from flagopt.decide._blame import Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._model import EffectsModel, effects_model
-from flagopt.decide._moves import CONFLICT_DROP
 from flagopt.decide._mend import mend_failed
+from flagopt.decide._moves import CONFLICT_DROP
 from flagopt.decide._pairs import COSTLY_SE, PAIRS, RECIPE_PAIRS, pair_row, recipe_pair_row
 from flagopt.decide._plan import (DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before, settings_set,
                                   variant_label)
