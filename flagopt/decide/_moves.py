@@ -192,7 +192,7 @@ class Moves:
         for arm in self.eligible(arms):
             settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
             if len(settings) == 1:
-                singles[next(iter(settings.items()))] = 0.0 if arm.same_program else arm.estimate.gain
+                singles[next(iter(settings.items()))] = arm.estimate.gain
             elif len(settings) >= 3 and arm.first.attrs.get("design") == "combination":
                 combos.append((arm, settings))
         bar = design.clear_drop(self._sigma)

@@ -141,9 +141,10 @@ class Screen(Proposals):
         # rows around it only made its race longer (rand-recipe-12: a row read high by noise and led for ten runs)
         bases = profile_bases(space, arms) if profiles_due and leader is None else []
         left_out = excluded_by(blames)
-        if bases and not self.near_the_bar(arms) and (beside := recipe_pair_row(space, self.deployed, *bases[0], records,
-                                                [s for _, s in asked_settings(RECIPE_PAIRS, records, in_flight)],
-                                                lambda n, v: left_out(n, v) or self.costs_the_bar(n, v))) \
+        if bases and not self.near_the_bar(arms) \
+                and (beside := recipe_pair_row(space, self.deployed, *bases[0], records,
+                                               [s for _, s in asked_settings(RECIPE_PAIRS, records, in_flight)],
+                                               lambda n, v: left_out(n, v) or self.costs_the_bar(n, v))) \
                 and (config := fresh(*beside)) is not None:
             return config, "values no run set beside the best recipe's own flags", RECIPE_PAIRS
         if leader is None and not proposals_in_flight:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from flagopt.decide import Planner, arms_of, settings_of_record
 from flagopt.decide._moves import CONFLICT_DROP, MAX_CONFLICT_DROPS
-from flagopt.workloads.sim import landscape_from_data
+from flagopt.workloads.sim import load_landscape
 from tests.decisions.records import run, space_of
 from tests.decisions.sim_study import run_study
 
@@ -86,8 +84,7 @@ def test_only_the_model_s_combination_is_split_and_the_splits_are_bounded(tmp_pa
 
 
 def test_a_combination_spoiled_by_two_settings_near_the_bar_is_split_and_the_study_wins(tmp_path):
-    data = yaml.safe_load(STRESS.read_text())["stress-conflict"]
-    land = landscape_from_data("stress-conflict", data, STRESS)
+    land = load_landscape("stress-conflict", STRESS)
     runner, verdict = run_study(land, tmp_path, 2)
     split = [r for r in runner.records() if r.attrs.get("design") == CONFLICT_DROP and r.ok
              and not r.attrs["settings"]["xla"].get("xla_gpu_enable_pipelined_p2p")]
