@@ -15,7 +15,7 @@ from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import DROPPED, asked_settings, varied_param
+from flagopt.decide._plan import COMBINATION, DROPPED, asked_settings, varied_param
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Param, Space
 
@@ -193,7 +193,7 @@ class Moves:
             settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
             if len(settings) == 1:
                 singles[next(iter(settings.items()))] = arm.estimate.gain
-            elif len(settings) >= 3 and arm.first.attrs.get("design") == "combination":
+            elif len(settings) >= 3 and arm.first.attrs.get("design") == COMBINATION:
                 combos.append((arm, settings))
         bar = design.clear_drop(self._sigma)
         conflicts = []

@@ -14,8 +14,10 @@ from flagopt.decide._runs import BASELINE, NO_ENV, RunRecord
 from flagopt.space import Param, TrialConfig
 
 SAMPLE = "sample"
+#: The screen's run of the best value of every param whose pooled effect is above zero.
+COMBINATION = "combination"
 #: Designs whose configuration the effects model proposes (not one param alone): the combination, add-one variants.
-MODEL_DESIGNS = ("combination", "add-one")
+MODEL_DESIGNS = (COMBINATION, "add-one")
 
 @dataclass(frozen=True)
 class Plan:

@@ -13,7 +13,7 @@ from flagopt.decide._balanced import BalancedDesigns
 from flagopt.decide._blame import DETERMINISTIC, Blame, blamed_by
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._moves import Moves
-from flagopt.decide._plan import MODEL_DESIGNS
+from flagopt.decide._plan import COMBINATION, MODEL_DESIGNS
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Space
 
@@ -60,7 +60,7 @@ class Proposals(BalancedDesigns, Moves):
     @staticmethod
     def combination_ran(records: Sequence[RunRecord]) -> bool:
         """Whether a combination has run and measured (the balanced screen follows the first)."""
-        return any(r.attrs.get("design") == "combination" and r.ok for r in records)
+        return any(r.attrs.get("design") == COMBINATION and r.ok for r in records)
 
     def additions(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame], *,
                   optimism: float = 0.0, own: bool = False) -> dict[str, Any]:

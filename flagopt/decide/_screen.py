@@ -15,8 +15,8 @@ from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._moves import CONFLICT_DROP
 from flagopt.decide._pairs import COSTLY_SE, PAIRS, RECIPE_PAIRS, pair_row, recipe_pair_row
-from flagopt.decide._plan import (DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before, settings_set,
-                                  variant_label)
+from flagopt.decide._plan import (COMBINATION, DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before,
+                                  settings_set, variant_label)
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
                                       profile_add_one, profile_bases, profile_drop_one, profile_union,
                                       profile_without_failures, profile_without_harm)
@@ -126,7 +126,7 @@ class Screen(Proposals):
             config = fresh(combo, "combination: " + ", ".join(
                 design.probe_label(space.param(n), v) for n, v in combo.items()))
             if config is not None:
-                return config, "the best value of every param whose pooled effect is above zero", "combination"
+                return config, "the best value of every param whose pooled effect is above zero", COMBINATION
         profiles_due = model is not None and not proposals_in_flight
         start = profile_add_one(space, arms, lambda base: self.additions(model, base, blames),
                                 lambda base: better_values(model, base, self.deployed, blames), fresh,

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from flagopt.decide._plan import varied_param
-from flagopt.workloads.sim import landscape_from_data
+from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 
 STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 
 def test_the_protocol_is_swapped_beside_the_algorithm_and_the_pair_wins(tmp_path):
-    land = landscape_from_data("stress-cat-pair", yaml.safe_load(STRESS.read_text())["stress-cat-pair"], STRESS)
+    land = load_landscape("stress-cat-pair", STRESS)
     runner, verdict = run_study(land, tmp_path, 0)
     records = runner.records()
     swaps = [r for r in records if r.attrs.get("design") == "swap-one"]

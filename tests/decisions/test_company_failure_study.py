@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from flagopt.decide import blame_failures, blamed_by, settings_of_record
 from flagopt.report import report_data
 from flagopt.study import study_data
-from flagopt.workloads.sim import landscape_from_data
+from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 
 STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
@@ -24,7 +22,7 @@ AG, PIPE = "xla_gpu_all_gather_combine_threshold_bytes", "xla_gpu_enable_pipelin
 
 
 def test_a_pair_that_fails_together_is_not_run_together_again_and_the_study_finds_the_value_that_runs(tmp_path):
-    land = landscape_from_data("stress-combo-oom", yaml.safe_load(STRESS.read_text())["stress-combo-oom"], STRESS)
+    land = load_landscape("stress-combo-oom", STRESS)
     runner, verdict = run_study(land, tmp_path, 3)
     planner, records = runner.planner, runner.records()
     failed = [r for r in records if r.attrs.get("failure_class") == "oom"]

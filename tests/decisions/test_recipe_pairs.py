@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from flagopt.decide import config_of_settings, settings_of_record
 from flagopt.decide._pairs import MAX_PAIR_ROWS, RECIPE_PAIRS, recipe_pair_row
-from flagopt.workloads.sim import landscape_from_data
+from flagopt.workloads.sim import load_landscape
 from tests.decisions.records import run, space_of
 from tests.decisions.sim_study import run_study
 
@@ -74,8 +72,7 @@ def test_no_rows_for_a_profile_without_flags_of_its_own(tmp_path):
 
 
 def test_a_value_that_pays_only_beside_the_recipe_is_run_there_and_wins(tmp_path):
-    data = yaml.safe_load(STRESS.read_text())["stress-recipe-partner"]
-    land = landscape_from_data("stress-recipe-partner", data, STRESS)
+    land = load_landscape("stress-recipe-partner", STRESS)
     recipe = {"xla": {"xla_gpu_enable_triton_gemm": False, "xla_gpu_enable_cudnn_fmha": True,
                       "xla_gpu_enable_pipelined_all_gather": True}}
     assert land.true_gain({"NCCL_ALGO": "Tree"}) < 0 < land.true_gain(recipe) < 0.01
