@@ -268,10 +268,11 @@ class Screen(Proposals):
         return any(a.estimate.gain >= self.within_reach(self.space.stop.win, a.n) for a in self.eligible(arms))
 
     def costs_the_bar(self, name: str, value: Any) -> bool:
-        """Whether the model is sure that one setting alone costs more than the win bar: a pair row that sets it
-        reads that much low, and every other pair of the row is hidden (rand-win-60013: all three rows set the
-        latency-hiding scheduler off, -15 % alone, and the +7.9 % of Simple with NVLS, zero each alone, read -8 %;
-        the study ended `null`). A pair with it would need an interaction of twice the bar to win."""
+        """Whether the model puts one setting alone more than the win bar below the deployed job, by ``COSTLY_SE``
+        standard errors: a pair row that sets it reads that much low, and every other pair of the row is hidden
+        (rand-win-60013: all three rows set the latency-hiding scheduler off, -15 % alone, and the +7.9 % of Simple
+        with NVLS, zero each alone, read -8 %; the study ended `null`). A pair with it would need an interaction of
+        twice the bar to win."""
         if self._model is None:
             return False
         effect, se = self._model.effect(name, value)
