@@ -20,6 +20,10 @@ from flagopt.space import Space, TrialConfig
 #: (:meth:`Race.clear_of_null`).
 ROW_SIGMAS = 3.0
 
+#: A contender holds back the screen's balanced and pair rows while this many more fresh runs, at its measured mean,
+#: would confirm it (:meth:`Race.far_from_confirmed`).
+RACE_PATIENCE = 4
+
 
 class Race(Controls):
     """Part of :class:`~flagopt.decide.Planner`: winners, the leader, the candidates for a repeat."""
@@ -241,6 +245,19 @@ class Race(Controls):
         chosen = stats.next_to_sample({k: a.estimate for k, a in by_label.items()}, target=self._targets(leader),
                                       min_runs=noise.min_runs, max_runs=noise.max_repeats)
         return by_label.get(chosen) or max(candidates, key=lambda a: a.estimate.gain)
+
+    def far_from_confirmed(self, arm: Arm) -> bool:
+        """Whether a re-run arm would still not clear the win bar after ``RACE_PATIENCE`` more fresh runs at the mean
+        it measured: a contender a few tenths above the bar needs some twenty at 1 % run noise, and rows that could find a better one
+        should not wait for them (rand-win-80019: a +5.5 % combination raced for 30 runs and ended on `budget`; the
+        +12 % pair of LL and double buffering was in no row)."""
+        claim = arm.claim
+        if claim is None or claim.n < 2 or not math.isfinite(claim.se):
+            return False
+        share = claim.baseline_share
+        se = claim.se * math.sqrt((1.0 - share) * claim.n / (claim.n + RACE_PATIENCE) + share)
+        conf = stats.win_confidence(self.space.noise.confidence, 1)
+        return replace(claim, se=se).bounds(conf)[0] < self.space.stop.win
 
     def urgent(self, arm: Arm, leader: Arm | None) -> bool:
         """Whether ``arm``'s repeat goes before the rest of the screen: only once a winner is confirmed.

@@ -264,3 +264,41 @@ def test_a_row_far_above_the_null_bar_is_raced_not_left_to_the_model(tmp_path):
     assert raced, [(r.number, r.kind, r.profile) for r in runner.records()]
     assert verdict.reason != "null" and verdict.winner is not None, verdict.message
     assert land.true_gain(verdict.winner["settings"]) >= 0.99 * (1 + land.best().gain) - 1
+
+
+def raced(space, records, values):
+    """``records`` with the combination re-run at each of ``values``, a control after each."""
+    combination = next(r for r in records if r.attrs.get("design") == "combination")
+    for value in values:
+        records.append(replace(combination, number=len(records), kind="repeat", gain=None, steady=value,
+                               t=float(len(records)), attrs={**combination.attrs, "started_at": float(len(records))}))
+        records.append(run(space, len(records), {}, 100.0))
+    return records
+
+
+def test_a_contender_a_few_tenths_above_the_bar_no_longer_holds_the_screen_back(tmp_path):
+    """A combination at +5.3 % on four runs is still within reach of the +5 % bar, but four more runs at that mean
+    would not confirm it: the balanced screen's rows run before its long race (rand-win-80019, held out: a +5.5 %
+    combination raced for 30 runs and the study ended on `budget`; the +12 % pair was in no row)."""
+    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
+    space, planner, records = screened(tmp_path, probes, combination=105.3)
+    records = raced(space, records, (105.2, 105.4, 105.3))
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    contender = planner.contender(arms)
+    assert contender is not None and planner.far_from_confirmed(contender)
+    step = planner.next_screen(records, arms, [], None)
+    assert step is not None and step[2] == "balanced", step
+
+
+def test_a_contender_its_next_runs_would_confirm_still_holds_the_screen_back(tmp_path):
+    """At +7 % on four runs a few more runs confirm it: no row runs first."""
+    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
+    space, planner, records = screened(tmp_path, probes, combination=107.0)
+    records = raced(space, records, (107.1, 106.9, 107.0))
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    contender = planner.contender(arms)
+    assert contender is not None and not planner.far_from_confirmed(contender)
+    step = planner.next_screen(records, arms, [], None)
+    assert step is None or step[2] != "balanced", step
