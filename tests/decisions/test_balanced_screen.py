@@ -68,6 +68,16 @@ def design_rows(space, planner, records, value=100.5, design="balanced"):
     return rows
 
 
+def raced(space, records, values):
+    """``records`` with the combination re-run at each of ``values``, a control after each."""
+    combination = next(r for r in records if r.attrs.get("design") == "combination")
+    for value in values:
+        records.append(replace(combination, number=len(records), kind="repeat", gain=None, steady=value,
+                               t=float(len(records)), attrs={**combination.attrs, "started_at": float(len(records))}))
+        records.append(run(space, len(records), {}, 100.0))
+    return records
+
+
 def test_the_settings_not_ruled_out_run_in_a_balanced_design_after_the_combination(tmp_path):
     """Five +0.4 to +1 % settings measured once each (under 1 % noise), one at -6 %: the five run in an 8-run
     two-level design, each set in four of its eight rows; the -6 % one in none."""
@@ -238,11 +248,7 @@ def test_a_combination_measured_below_the_win_bar_on_several_runs_no_longer_hold
     assert planner.contender(arms) is not None
     step = planner.next_screen(records, arms, [], None)
     assert step is None or step[2] != "balanced"
-    combination = next(r for r in records if r.attrs.get("design") == "combination")
-    for value in (104.2, 104.4, 104.3):
-        records.append(replace(combination, number=len(records), kind="repeat", gain=None, steady=value,
-                               t=float(len(records)), attrs={**combination.attrs, "started_at": float(len(records))}))
-        records.append(run(space, len(records), {}, 100.0))
+    records = raced(space, records, (104.2, 104.4, 104.3))
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
     assert planner.contender(arms) is None
@@ -266,26 +272,22 @@ def test_a_row_far_above_the_null_bar_is_raced_not_left_to_the_model(tmp_path):
     assert land.true_gain(verdict.winner["settings"]) >= 0.99 * (1 + land.best().gain) - 1
 
 
-def raced(space, records, values):
-    """``records`` with the combination re-run at each of ``values``, a control after each."""
-    combination = next(r for r in records if r.attrs.get("design") == "combination")
-    for value in values:
-        records.append(replace(combination, number=len(records), kind="repeat", gain=None, steady=value,
-                               t=float(len(records)), attrs={**combination.attrs, "started_at": float(len(records))}))
-        records.append(run(space, len(records), {}, 100.0))
-    return records
+def after_its_race(tmp_path, combination, repeats):
+    """The planner, records and arms once a combination measured at ``combination`` was re-run at ``repeats``, and
+    the contender it is then."""
+    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
+    space, planner, records = screened(tmp_path, probes, combination=combination)
+    records = raced(space, records, repeats)
+    planner._model = planner.model(records)
+    arms = arms_of(records, space.noise)
+    return planner, records, arms, planner.contender(arms)
 
 
 def test_a_contender_a_few_tenths_above_the_bar_no_longer_holds_the_screen_back(tmp_path):
     """A combination at +5.3 % on four runs is still within reach of the +5 % bar, but four more runs at that mean
     would not confirm it: the balanced screen's rows run before its long race (rand-win-80019, held out: a +5.5 %
     combination raced for 30 runs and the study ended on `budget`; the +12 % pair was in no row)."""
-    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
-    space, planner, records = screened(tmp_path, probes, combination=105.3)
-    records = raced(space, records, (105.2, 105.4, 105.3))
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
-    contender = planner.contender(arms)
+    planner, records, arms, contender = after_its_race(tmp_path, 105.3, (105.2, 105.4, 105.3))
     assert contender is not None and planner.far_from_confirmed(contender)
     step = planner.next_screen(records, arms, [], None)
     assert step is not None and step[2] == "balanced", step
@@ -293,12 +295,7 @@ def test_a_contender_a_few_tenths_above_the_bar_no_longer_holds_the_screen_back(
 
 def test_a_contender_its_next_runs_would_confirm_still_holds_the_screen_back(tmp_path):
     """At +7 % on four runs a few more runs confirm it: no row runs first."""
-    probes = {"ag": 101.0, "rs": 100.8, "ar": 100.6, "p2p": 100.5, "dbuf": 100.4}
-    space, planner, records = screened(tmp_path, probes, combination=107.0)
-    records = raced(space, records, (107.1, 106.9, 107.0))
-    planner._model = planner.model(records)
-    arms = arms_of(records, space.noise)
-    contender = planner.contender(arms)
+    planner, records, arms, contender = after_its_race(tmp_path, 107.0, (107.1, 106.9, 107.0))
     assert contender is not None and not planner.far_from_confirmed(contender)
     step = planner.next_screen(records, arms, [], None)
     assert step is None or step[2] != "balanced", step
