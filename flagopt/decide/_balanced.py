@@ -61,7 +61,7 @@ class BalancedDesigns:
         they are not raced themselves (the model's next combination carries what they found), and no null verdict
         is drawn while the design is unfinished. Measured in docs/benchmark-decisions.md (tenth-session note).
         """
-        if self._model is None or self.contender(arms, blocking=True) is not None \
+        if self._model is None or self.contender(arms, room=self.race_room(records)) is not None \
                 or not (ahead or self.combination_ran(records)):
             return None
         for i, (settings, size) in enumerate(self._balanced_rows(records, blames)):

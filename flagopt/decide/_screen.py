@@ -253,8 +253,8 @@ class Screen(Proposals):
         against the null bar (stress-combo-oom-3: a +3 % threshold's race waited behind the rows). No null verdict is
         drawn while one is due. ``around``: the confirmed winner, whose settings every row keeps."""
         if not self.space.screen or around is None and (
-                self.contender(arms, blocking=True) is not None or self.candidates(arms, in_flight)
-                or self.near_the_bar(arms, blocking=True)):
+                self.contender(arms, room=self.race_room(records)) is not None or self.candidates(arms, in_flight)
+                or self.near_the_bar(arms, room=self.race_room(records))):
             return None
         tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
         base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
@@ -264,11 +264,12 @@ class Screen(Proposals):
                         rank=(lambda n, v: self._effect(self._model, n, v)) if around else None,
                         costly=self.costs_the_bar)
 
-    def near_the_bar(self, arms: Sequence[Arm], *, blocking: bool = False) -> bool:
+    def near_the_bar(self, arms: Sequence[Arm], *, room: float | None = None) -> bool:
         """Whether some arm, even one setting alone, is within ``sigma / sqrt(n)`` of the win bar (win10-1023);
-        ``blocking``: one whose race is not far from confirming it (:meth:`far_from_confirmed`)."""
+        with ``room`` (the budget's runs before its last), one whose race is not long there
+        (:meth:`far_from_confirmed`)."""
         return any(a.estimate.gain >= self.within_reach(self.space.stop.win, a.n)
-                   and not (blocking and self.far_from_confirmed(a)) for a in self.eligible(arms))
+                   and not (room is not None and self.far_from_confirmed(a, room)) for a in self.eligible(arms))
 
     def costs_the_bar(self, name: str, value: Any) -> bool:
         """Whether the model puts one setting alone more than the win bar below the deployed job, by ``COSTLY_SE``
@@ -286,7 +287,7 @@ class Screen(Proposals):
         """Whether runs of the screen (profiles, probes, refinements, combinations, drop-ones) are still in flight."""
         return any(p.kind == "profile" or p.attrs.get("design") for p in in_flight)
 
-    def contender(self, arms: Sequence[Arm], *, blocking: bool = False) -> Arm | None:
+    def contender(self, arms: Sequence[Arm], *, room: float | None = None) -> Arm | None:
         """Before any winner is confirmed: the best arm of several settings that could still become one.
 
         One whose mean of ``n`` runs is within ``sigma / sqrt(n)`` of the win bar: a real effect of the bar's size
@@ -295,13 +296,13 @@ class Screen(Proposals):
         on several, a mean that settled below the bar no longer holds back the balanced screen (rand-win-12017: a
         +4.4 % combination stayed a contender over eight runs, the study ended on `budget`, and no run set the two
         settings that pay +4.7 % together; with the screen's rows it won at +9.4 % of a best +9.6 %).
-        ``blocking``: only one whose race is short, the contender that holds back the balanced and pair rows; one
-        :meth:`far_from_confirmed` lets them run first.
+        With ``room`` (the budget's runs before its last): only one whose race is not long there, the contender that
+        holds back the balanced and pair rows; one :meth:`far_from_confirmed` lets them run first.
         """
         win = self.space.stop.win
         multi = [a for a in self.eligible(arms) if len(settings_set(a)) >= 2
                  and a.estimate.gain >= self.within_reach(win, a.n) and not informs_only(a, win)
-                 and not (blocking and self.far_from_confirmed(a))]
+                 and not (room is not None and self.far_from_confirmed(a, room))]
         return max(multi, key=lambda a: a.estimate.gain) if multi else None
 
     def single_setting_arms(self, arms: Sequence[Arm]) -> dict[str, dict[Any, Arm]]:

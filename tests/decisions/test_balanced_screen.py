@@ -8,9 +8,11 @@ drawn while a row is still to run (rand-below ended `null` with half its rows un
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import replace
 
+from flagopt import stats
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
 from flagopt.decide._pairs import PAIRS
 from flagopt.space import load_space
@@ -299,3 +301,18 @@ def test_a_contender_its_next_runs_would_confirm_still_holds_the_screen_back(tmp
     assert contender is not None and not planner.far_from_confirmed(contender)
     step = planner.next_screen(records, arms, [], None)
     assert step is None or step[2] != "balanced", step
+
+
+def test_the_runs_a_contender_needs_and_the_room_the_budget_leaves_decide_whether_the_rows_go_first(tmp_path):
+    """+5.5 % on three fresh runs at 1 % run noise needs about twelve more to clear +5 % at 95 %; with half its
+    variance from the controls, no number of its own runs would. The rows go first where they fit beside its race
+    (room 30) or where its race cannot end anyway (room 10); not where they would leave a race that could end too few
+    runs (room 18), nor where they do not fit at all (room 6: flaky-1021 ran three rows in the budget's reserve, and
+    a win became a `budget` verdict)."""
+    planner, _, _, contender = after_its_race(tmp_path, 105.3, (105.2, 105.4, 105.3))
+    sure = stats.ArmEstimate(gain=0.055, lo=0.0, hi=0.0, n=3, sigma=0.01, se=0.01 / math.sqrt(3))
+    arm = replace(contender, claim=sure)
+    assert 12.0 < planner.runs_to_confirm(arm) < 13.0
+    assert planner.runs_to_confirm(replace(contender, claim=replace(sure, baseline_share=0.5))) == math.inf
+    assert planner.runs_to_confirm(replace(contender, claim=replace(sure, gain=0.07))) == 0.0
+    assert [planner.far_from_confirmed(arm, room) for room in (30, 18, 10, 6)] == [True, False, True, False]
