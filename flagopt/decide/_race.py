@@ -278,7 +278,7 @@ class Race(Controls):
 
     def far_from_confirmed(self, arm: Arm, room: float = math.inf) -> bool:
         """Whether a re-run arm's race is long: ``RACE_PATIENCE`` more fresh runs at its mean would not confirm it
-        (a contender a few tenths above the bar needs some twenty at 1 % run noise), and the rows it held back fit
+        (a contender a few tenths above the bar needs some fifteen at 1 % run noise), and the rows it held back fit
         in the ``room`` the budget leaves before its last runs beside its race, or its race cannot end in that room
         anyway (rand-win-80019: a +5.5 % combination raced for 30 runs and ended on `budget`; the +12 % pair of LL
         and double buffering was in no row). Never where the rows themselves do not fit in the room: rows in the
