@@ -250,27 +250,13 @@ class Race(Controls):
         return by_label.get(chosen) or max(candidates, key=lambda a: a.estimate.gain)
 
     def runs_to_confirm(self, arm: Arm) -> float:
-        """How many more fresh runs at the mean it measured would confirm a re-run arm as a winner: its claim's
-        interval narrows as the runs add up, but the controls' share of its variance does not (``math.inf``: no
-        number would; 0 for an arm not re-run yet, which nothing is known to hold back).
-
-        Example (run noise 1 %, no control share, a 95 % interval): a claim of +5.5 % on three fresh runs needs
-        about twelve more; one of +7 % none."""
+        """How many more fresh runs at the mean it measured would confirm a re-run arm as a winner
+        (:func:`flagopt.stats.runs_to_clear` on its claim; 0 for an arm not re-run yet, which nothing is known to
+        hold back). Example (run noise 1 %): a claim of +5.5 % on three fresh runs needs about twelve more."""
         claim = arm.claim
-        if claim is None or claim.n < 2 or not (math.isfinite(claim.se) and claim.se > 0):
+        if claim is None or claim.n < 2:
             return 0.0
-        conf = stats.win_confidence(self.space.noise.confidence, 1)
-        half = claim.gain - claim.bounds(conf)[0]  # the interval's half-width now, q * se
-        gap = claim.gain - self.space.stop.win
-        if gap <= 0:
-            return math.inf
-        share = claim.baseline_share
-        ratio = (gap / half) ** 2  # the share of today's variance the interval may keep
-        if ratio >= 1.0:
-            return 0.0
-        if ratio <= share:
-            return math.inf
-        return (1.0 - share) * claim.n / (ratio - share) - claim.n
+        return stats.runs_to_clear(claim, self.space.stop.win, stats.win_confidence(self.space.noise.confidence, 1))
 
     def race_room(self, records: Sequence[RunRecord]) -> int:
         """The runs the budget leaves before its last runs (:meth:`reserve`)."""

@@ -33,7 +33,7 @@ from flagopt.stats._noise import (
 )
 from flagopt.stats._stop import StopDecision, StopReason, evaluate_stop, win_confidence
 from flagopt.stats._verdict import (ArmEstimate, Verdict, estimate_arm, inconclusive, needs_control, runs_needed,
-                                    verdict)
+                                    runs_to_clear, verdict)
 
 __all__ = [
     "DEFAULT_NOISE_FLOOR",
@@ -61,6 +61,7 @@ __all__ = [
     "noise_estimate",
     "run_noise",
     "runs_needed",
+    "runs_to_clear",
     "STRAGGLER_SIGMAS",
     "slow_runs",
     "verdict",

@@ -166,6 +166,30 @@ def runs_needed(sigma: float, effect: float, *, confidence: float = 0.95, power:
     return max(1, math.ceil(2.0 * (z * sigma / effect) ** 2))
 
 
+def runs_to_clear(estimate: ArmEstimate, bar: float, confidence: float = 0.95) -> float:
+    """How many more runs at the mean it measured would put ``estimate``'s lower bound above ``bar``: its own share
+    of the variance shrinks with the runs, the baselines' share (``baseline_share``) does not (``math.inf``: no number
+    would; 0.0: it is above already, or it has no spread to narrow).
+
+    Example (run noise 1 %, three runs, no baseline share):
+        >>> est = ArmEstimate(gain=0.055, lo=0.0, hi=0.0, n=3, sigma=0.01, se=0.01 / math.sqrt(3))
+        >>> round(runs_to_clear(est, 0.05), 1), runs_to_clear(est, 0.06), runs_to_clear(est, 0.03)
+        (12.4, inf, 0.0)
+    """
+    if estimate.n == 0 or not (math.isfinite(estimate.se) and estimate.se > 0):
+        return 0.0
+    gap = estimate.gain - bar
+    if gap <= 0:
+        return math.inf
+    ratio = (gap / (estimate.gain - estimate.bounds(confidence)[0])) ** 2  # the share of today's variance it may keep
+    if ratio >= 1.0:
+        return 0.0
+    share = estimate.baseline_share
+    if ratio <= share:
+        return math.inf
+    return (1.0 - share) * estimate.n / (ratio - share) - estimate.n
+
+
 def inconclusive(sigma: float | None, effect: float, most_runs: int, *, confidence: float = 0.95) -> str | None:
     """``inconclusive: run-to-run noise X %, about N runs per configuration would be needed ...`` when the noise is
     too large for a study that gave no configuration more than ``most_runs`` runs to tell ``effect``; else ``None``.
