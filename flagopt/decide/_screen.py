@@ -249,13 +249,17 @@ class Screen(Proposals):
     def pair_row_due(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan] = (),
                      blames: Sequence[Blame] | None = None, around: Arm | None = None) -> TrialConfig | None:
         """The next row of the pairs no run has set together (_pairs.py), when it is the screen's last proposal: no
-        contender, nothing near the win bar, not even one setting alone (win10-1023), and nothing left to race
-        against the null bar (stress-combo-oom-3: a +3 % threshold's race waited behind the rows). No null verdict is
-        drawn while one is due. ``around``: the confirmed winner, whose settings every row keeps."""
-        if not self.space.screen or around is None and (
-                self.contender(arms, room=self.race_room(records)) is not None or self.candidates(arms, in_flight)
-                or self.near_the_bar(arms, room=self.race_room(records))):
+        contender whose race is short (:meth:`far_from_confirmed`), nothing near the win bar, not even one setting
+        alone (win10-1023), and nothing left to race against the null bar (stress-combo-oom-3: a +3 % threshold's
+        race waited behind the rows). No null verdict is drawn while one is due. ``around``: the confirmed winner,
+        whose settings every row keeps."""
+        if not self.space.screen:
             return None
+        if around is None:
+            room = self.race_room(records)
+            if self.contender(arms, room=room) is not None or self.candidates(arms, in_flight) \
+                    or self.near_the_bar(arms, room=room):
+                return None
         tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
         base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
         return pair_row(self.space, self.deployed, records, self.blames(records) if blames is None else blames, tried,

@@ -31,6 +31,7 @@ def probed(tmp_path, lhs_value):
 
 
 def rows(space, planner, records):
+    """The pair rows the planner asks for one after another (each measured at the deployed job's 100), at most three."""
     out = []
     for _ in range(3):
         config = pair_row(space, planner.deployed, records, [], {r.config_key for r in records},
