@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats as sps
 
 #: Prior standard deviation of a setting's effect on log throughput where the data cannot say (no run set it).
 PRIOR_SD = 0.05
@@ -73,6 +74,15 @@ class Prediction:
     def upper(self, z: float = 1.0) -> float:
         return self.gain + z * self.se
 
+    def lower_bound(self, confidence: float) -> float:
+        """The lower end of the two-sided normal interval at ``confidence`` (as :meth:`ArmEstimate.bounds`).
+
+        Example:
+            >>> round(Prediction(gain=0.03, se=0.01, measured=True).lower_bound(0.95), 4)
+            0.0104
+        """
+        return self.gain - float(sps.norm.ppf(0.5 + confidence / 2.0)) * self.se
+
 
 @dataclass(frozen=True)
 class EffectsFit:
@@ -108,8 +118,8 @@ class EffectsFit:
         measured = group is not None and group in self.groups
         if measured:
             w[self.offset + len(self.features) + self.groups.index(group)] = 1.0
-        else:
-            extra += self.tau**2
+        elif len(set(features)) >= 2:
+            extra += self.tau**2  # an unmeasured departure; one setting alone departs from nothing (its effect)
         mu = float(w @ self.mean)
         var = float(w @ self.cov @ w) + extra
         gain = math.expm1(mu)

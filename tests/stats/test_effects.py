@@ -69,3 +69,18 @@ def test_settings_that_do_not_add_up_get_a_departure_and_the_measured_pair_follo
     measured = fit.predict(pair, "a=1|b=1")
     assert measured.measured and abs(measured.gain - (math.exp(0.01) - 1)) < 3 * measured.se, measured
     assert measured.gain < 0.04 < fit.predict(pair).gain + 0.02  # far from the +6 % its parts add up to
+
+
+def test_one_setting_alone_is_predicted_with_its_effects_error_and_no_departure():
+    # rand-below-140009: where settings did not add up (tau 4 %), a one-setting pick measured five times was
+    # predicted +3.0 % +- 4.5 %; a single setting departs from nothing, its prediction is its effect
+    truth = {"a=1": 0.03, "b=1": 0.03}
+    pair = frozenset({"a=1", "b=1"})
+    configs = [frozenset({"a=1"}), frozenset({"b=1"})] * 4 + [pair] * 4
+    fit = fit_effects(_runs(truth, configs, seed=4, pairs={pair: -0.05}), sigma=SIGMA)
+    assert fit.tau > 0.01
+    alone = fit.predict({"a=1"}, "a=1")
+    effect, se = fit.effect("a=1")
+    assert abs(alone.gain - effect) < 1e-9 and abs(alone.se - (1 + alone.gain) * se) < 1e-9  # se: log scale
+    assert alone.se < fit.tau / 2  # an unmeasured pair's prediction carries tau; one setting's does not
+    assert fit.predict({"a=1", "c=1"}).se > fit.tau
