@@ -244,8 +244,8 @@ class Stopping:
         # runs that did not select it.
         raced = sum(1 for a in eligible if a.n > 1)
         conf = stats.win_confidence(self.space.noise.confidence, raced)
-        better = [a for a in eligible if a.verdict == "better" and a.claim is not None
-                  and a.claim.bounds(conf)[0] > 0 and self.model_supports(a, conf)]
+        claimed = [a for a in eligible if a.verdict == "better" and a.claim is not None and a.claim.bounds(conf)[0] > 0]
+        better = [a for a in claimed if self.model_supports(a, conf)]
         if better:
             # The best confirmed, as the effects model predicts it from every run (as the leader is chosen): the
             # largest fresh-run claim of several is high by selection (rand-below: four budget picks of true +1.6 to
@@ -256,7 +256,13 @@ class Stopping:
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
                            f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
-        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed"
+        withheld = ""
+        if claimed:
+            arm = max(claimed, key=lambda a: a.claim.gain)
+            said = self._model.predict(design.settings_of_record(self.space, arm.first.attrs.get("settings") or {}))
+            withheld = (f" ({arm.label} read {arm.claim.gain:+.1%} over {arm.claim.n} fresh runs, but the effects model "
+                        f"over every run puts it at {said.gain:+.1%} +- {said.se:.1%}: not recommended)")
+        return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed{withheld}"
                        f"{self.unconfirmed_higher(eligible, None, cut_short)}", tried=tried, noise=noise)
 
     def model_supports(self, arm: Arm, confidence: float) -> bool:

@@ -20,6 +20,8 @@ def test_a_pick_its_fresh_runs_confirm_but_the_model_does_not_is_not_recommended
     runner, verdict = run_study(land, tmp_path / "study", 140023)
     assert verdict is not None and verdict.winner is None, verdict.message
     assert "no configuration is confirmed better" in verdict.message
+    assert "fresh runs, but the effects model over every run puts it at +0.3% +- 0.3%: not recommended" \
+        in verdict.message, verdict.message
     # the fresh runs alone would have recommended one: the model is what withheld it
     space, planner = runner.space, runner.planner
     eligible = planner.eligible(arms_of(runner.records(), space.noise, space.metric.direction))
