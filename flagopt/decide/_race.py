@@ -260,11 +260,19 @@ class Race(Room, Controls):
         """
         return leader is not None
 
-    def predicted(self, arm: Arm) -> float:
-        """The arm's gain as the effects model predicts it from every run (its own included)."""
+    def prediction(self, arm: Arm) -> stats.Prediction | None:
+        """The arm's gain and its error as the effects model predicts them from every run (its own included);
+        ``None`` before the model is fitted."""
         if self._model is None:
+            return None
+        return self._model.predict(settings_of_record(self.space, arm.first.attrs.get("settings") or {}))
+
+    def predicted(self, arm: Arm) -> float:
+        """The arm's predicted gain (:meth:`prediction`); its own estimate before the model is fitted."""
+        prediction = self.prediction(arm)
+        if prediction is None:
             return arm.estimate.gain if arm.estimate is not None else 0.0
-        return self._model.predict(settings_of_record(self.space, arm.first.attrs.get("settings") or {})).gain
+        return prediction.gain
 
     def predicted_settings(self, config: TrialConfig) -> float:
         """The gain the effects model predicts for ``config`` (one nobody ran: from the effects alone)."""

@@ -29,6 +29,7 @@ class Stopping:
     pair_row_due: Callable[..., Any]
     blames: Callable[[Sequence[RunRecord]], Any]
     predicted: Callable[[Arm], float]
+    prediction: Callable[[Arm], stats.Prediction | None]
     started_at: float
     _sigma: float
     _direction: str
@@ -259,7 +260,7 @@ class Stopping:
         withheld = ""
         if claimed:
             arm = max(claimed, key=lambda a: a.claim.gain)
-            said = self._model.predict(design.settings_of_record(self.space, arm.first.attrs.get("settings") or {}))
+            said = self.prediction(arm)  # a claimed arm is withheld only by a fitted model
             withheld = (f" ({arm.label} read {arm.claim.gain:+.1%} over {arm.claim.n} fresh runs, but the effects model "
                         f"over every run puts it at {said.gain:+.1%} +- {said.se:.1%}: not recommended)")
         return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed{withheld}"
@@ -271,10 +272,8 @@ class Stopping:
         support: rand-null-140023 recommended a pair row at +3.2 % [+1.7, +4.8] on two lucky fresh runs, true +0.24 %,
         that the model, whose interaction prior is fitted to how far the study's configurations depart from their
         parts, predicted at +0.30 % +- 0.27."""
-        if self._model is None:
-            return True
-        prediction = self._model.predict(design.settings_of_record(self.space, arm.first.attrs.get("settings") or {}))
-        return prediction.lower_bound(confidence) > 0
+        prediction = self.prediction(arm)
+        return prediction is None or prediction.lower_bound(confidence) > 0
 
     def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
         """The verdict's ``noise``: the controls it read (stragglers left out), their run noise, and how many runs

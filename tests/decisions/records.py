@@ -24,3 +24,16 @@ def run(space, number, settings, value=None, *, design="probe", status="ok", fai
     kind = "baseline-deployed" if not settings else "probe"
     return RunRecord(number, kind, kind if not settings else "p", config.config_key if settings else "", status,
                      value, float(number), None, attrs=attrs)
+
+
+#: A two-param space (an ordinal overlap limit deployed at 1, a two-value NCCL protocol) for tests that hand the engine
+#: a few runs.
+OVERLAP_PROTO_SPACE = """
+    name: m
+    command: [python, -c, pass]
+    params:
+      overlap: {xla: xla_gpu_experimental_parallel_collective_overlap_limit, choices: [1, 2, 3, 4]}
+      proto: {env: NCCL_PROTO, choices: [Simple, LL128]}
+    baseline:
+      xla_flags: "--xla_gpu_experimental_parallel_collective_overlap_limit=1"
+"""

@@ -12,17 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from flagopt.decide import Planner, arms_of, settings_of_record
-from tests.decisions.records import run, space_of
+from tests.decisions.records import OVERLAP_PROTO_SPACE, run, space_of
 
-SPACE = """
-    name: m
-    command: [python, -c, pass]
-    params:
-      overlap: {xla: xla_gpu_experimental_parallel_collective_overlap_limit, choices: [1, 2, 3, 4]}
-      proto: {env: NCCL_PROTO, choices: [Simple, LL128]}
-    baseline:
-      xla_flags: "--xla_gpu_experimental_parallel_collective_overlap_limit=1"
-"""
 WINNER = {"overlap": 4}
 NEAR = {"overlap": 4, "proto": "Simple"}  # one run at the winner's gain: straddles the race's target
 HIGHER = {"overlap": 4, "proto": "LL128"}  # two runs 6 points above the winner
@@ -31,7 +22,7 @@ HIGHER = {"overlap": 4, "proto": "LL128"}  # two runs 6 points above the winner
 def _race(tmp_path, higher):
     """The planner's candidates and its pick after the winner's confirmation, a near variant's one run and
     ``higher``'s runs of the higher arm."""
-    space = space_of(tmp_path, SPACE)
+    space = space_of(tmp_path, OVERLAP_PROTO_SPACE)
     runs = [({}, 100.0), ({"overlap": 2}, 101.0), ({"overlap": 3}, 101.5), (WINNER, 106.0), ({}, 100.1),
             ({"proto": "Simple"}, 100.2), ({"proto": "LL128"}, 100.6), (WINNER, 106.2), (WINNER, 105.9),
             (WINNER, 106.1), ({}, 99.9), (NEAR, 106.3)] + [(HIGHER, v) for v in higher] + [({}, 100.0)]

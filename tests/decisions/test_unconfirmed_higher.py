@@ -13,20 +13,10 @@ through that study, so the rule is tested here on the runs that raised it.
 from __future__ import annotations
 
 import re
-import textwrap
 
 from flagopt.decide import Planner, RunRecord, arms_of, config_of_settings, settings_of_record
-from flagopt.space import load_space
+from tests.decisions.records import OVERLAP_PROTO_SPACE, space_of
 
-SPACE = """
-    name: m
-    command: [python, -c, pass]
-    params:
-      overlap: {xla: xla_gpu_experimental_parallel_collective_overlap_limit, choices: [1, 2, 3, 4]}
-      proto: {env: NCCL_PROTO, choices: [Simple, LL128]}
-    baseline:
-      xla_flags: "--xla_gpu_experimental_parallel_collective_overlap_limit=1"
-"""
 PICK = {"overlap": 4}
 HIGHER = {"overlap": 4, "proto": "LL128"}
 
@@ -34,9 +24,7 @@ HIGHER = {"overlap": 4, "proto": "LL128"}
 def _planner(tmp_path, higher_runs):
     """Controls, one probe per value, the pick (overlap 4, +6 % on four runs) and ``higher_runs`` of overlap 4 with
     LL128 (+12 %): a planner with the effects model of those runs, its eligible arms, and the pick's arm."""
-    path = tmp_path / "m.yaml"
-    path.write_text(textwrap.dedent(SPACE))
-    space = load_space(path)
+    space = space_of(tmp_path, OVERLAP_PROTO_SPACE, "m.yaml")
     runs = [({}, 100.0), ({"overlap": 2}, 101.0), ({"overlap": 3}, 101.5), ({"overlap": 4}, 106.0), ({}, 100.1),
             ({"proto": "Simple"}, 100.2), ({"proto": "LL128"}, 100.6), (PICK, 106.2), (PICK, 105.9), (PICK, 106.1),
             ({}, 99.9)] + [(HIGHER, v) for v in (112.6, 111.6, 112.0)[:higher_runs]] + [({}, 100.0)]
