@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from flagopt.decide._design import Scalar, same_value
 from flagopt.space import Param
@@ -214,4 +214,42 @@ def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str 
     return out
 
 
-__all__ = ["configurations", "every_configuration", "probe_order", "probe_values", "refine_values"]
+def refinements(params: Sequence[Param], measured: Mapping[str, Mapping[Scalar, float]],
+                failed: Mapping[str, Sequence[Scalar]], deployed: Mapping[str, str | None], *, stands_out: float,
+                clearly_below: float) -> Iterator[tuple[Param, Scalar]]:
+    """The line search between grid points, param by param: ``(param, value)`` from :func:`refine_values`.
+
+    ``measured`` holds each param's probed values and their gains; a param is refined only where its best grid point
+    stands out of the noise (a gain of at least ``stands_out``), or where its response is curved around the deployed
+    value: the deployed value measured best among values that clearly matter (one ``clearly_below`` the deployed
+    job, a microbatch count between a large bubble and a large overhead), and the peak may lie between it and its
+    better neighbour, worth one run. A grid point in ``failed`` (an OOM cliff) is a neighbour too: the optimum often
+    sits right below it.
+
+    Example:
+        >>> mb = Param("mb", "args", "num_microbatches", type="int", low=4, high=64, log=True)
+        >>> [v for _, v in refinements([mb], {"mb": {8: -0.09, 32: -0.005, 64: -0.1}}, {}, {"mb": "16"},
+        ...                            stands_out=0.01, clearly_below=0.05)]
+        [23]
+        >>> list(refinements([mb], {"mb": {8: 0.004, 32: -0.005}}, {}, {"mb": "16"}, stands_out=0.01,
+        ...                  clearly_below=0.05))  # inside the noise, nothing curved: no refinement
+        []
+    """
+    for param in params:
+        points = dict(measured.get(param.name, {}))
+        if not points:
+            continue
+        curved = min(points.values()) < -clearly_below and deployed.get(param.name) is not None
+        if not (max(points.values()) >= stands_out or curved):
+            continue
+        points.update({v: -math.inf for v in failed.get(param.name, ()) if v not in points})
+        if deployed.get(param.name) is not None and param.choices is None:
+            try:
+                points[float(deployed[param.name])] = 0.0  # type: ignore[arg-type]
+            except ValueError:
+                pass
+        for value in refine_values(param, points, deployed.get(param.name), around_deployed=curved):
+            yield param, value
+
+
+__all__ = ["configurations", "every_configuration", "probe_order", "probe_values", "refine_values", "refinements"]

@@ -34,7 +34,10 @@ from typing import Any
 
 from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
+from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by, excluded_by
+from flagopt.decide._model import EffectsModel
+from flagopt.decide._plan import Plan
 from flagopt.decide._runs import RunRecord
 from flagopt.space import Param, Space, TrialConfig, render_value
 
@@ -196,3 +199,60 @@ def recipe_pair_row(space: Space, deployed: Mapping[str, str | None], base: Mapp
     label = f"{base_label} + values no run set beside its own flags: " + ", ".join(
         design.probe_label(space.param(n), v) for n, v in row.items())
     return {**base, **row}, label
+
+
+class PairRows:
+    """Part of :class:`~flagopt.decide.Planner` (through the screen): when the pair rows are due, and which setting
+    they leave out for its cost."""
+
+    space: Space
+    deployed: dict[str, str | None]
+    _model: EffectsModel | None
+    blames: Callable[[Sequence[RunRecord]], list[Blame]]
+    contender: Callable[..., Arm | None]
+    candidates: Callable[..., list[Arm]]
+    eligible: Callable[[Sequence[Arm]], list[Arm]]
+    race_room: Callable[[Sequence[RunRecord]], int]
+    far_from_confirmed: Callable[..., bool]
+    within_reach: Callable[[float, int], float]
+    _effect: Callable[[EffectsModel | None, str, Any], float]
+
+    def pair_row_due(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan] = (),
+                     blames: Sequence[Blame] | None = None, around: Arm | None = None) -> TrialConfig | None:
+        """The next row of the pairs no run has set together (_pairs.py), when it is the screen's last proposal: no
+        contender whose race is short (:meth:`far_from_confirmed`), nothing near the win bar, not even one setting
+        alone (win10-1023), and nothing left to race against the null bar (stress-combo-oom-3: a +3 % threshold's
+        race waited behind the rows). No null verdict is drawn while one is due. ``around``: the confirmed winner,
+        whose settings every row keeps."""
+        if not self.space.screen:
+            return None
+        if around is None:
+            room = self.race_room(records)
+            if self.contender(arms, room=room) is not None or self.candidates(arms, in_flight) \
+                    or self.near_the_bar(arms, room=room):
+                return None
+        tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
+        base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
+        return pair_row(self.space, self.deployed, records, self.blames(records) if blames is None else blames, tried,
+                        sum(1 for p in in_flight if p.attrs.get("design") == PAIRS), base=base,
+                        base_label=around.label if around else "",
+                        rank=(lambda n, v: self._effect(self._model, n, v)) if around else None,
+                        costly=self.costs_the_bar)
+
+    def near_the_bar(self, arms: Sequence[Arm], *, room: float | None = None) -> bool:
+        """Whether some arm, even one setting alone, is within ``sigma / sqrt(n)`` of the win bar (win10-1023);
+        with ``room`` (the budget's runs before its last), one whose race is not long there
+        (:meth:`far_from_confirmed`)."""
+        return any(a.estimate.gain >= self.within_reach(self.space.stop.win, a.n)
+                   and not (room is not None and self.far_from_confirmed(a, room)) for a in self.eligible(arms))
+
+    def costs_the_bar(self, name: str, value: Any) -> bool:
+        """Whether the model puts one setting alone more than the win bar below the deployed job, by ``COSTLY_SE``
+        standard errors: a pair row that sets it reads that much low, and every other pair of the row is hidden
+        (rand-win-60013: all three rows set the latency-hiding scheduler off, -15 % alone, and the +7.9 % of Simple
+        with NVLS, zero each alone, read -8 %; the study ended `null`). A pair with it would need an interaction of
+        twice the bar to win."""
+        if self._model is None:
+            return False
+        effect, se = self._model.effect(name, value)
+        return effect + COSTLY_SE * se < -self.space.stop.win

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +13,7 @@ from flagopt.decide._blame import Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._moves import CONFLICT_DROP
-from flagopt.decide._pairs import COSTLY_SE, PAIRS, RECIPE_PAIRS, pair_row, recipe_pair_row
+from flagopt.decide._pairs import PAIRS, RECIPE_PAIRS, PairRows, recipe_pair_row
 from flagopt.decide._plan import (COMBINATION, DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before,
                                   settings_set, variant_label)
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
@@ -25,7 +24,7 @@ from flagopt.decide._runs import CANCELLED, RunRecord
 from flagopt.space import Space, TrialConfig
 
 
-class Screen(Proposals):
+class Screen(Proposals, PairRows):
     """Part of :class:`~flagopt.decide.Planner`: the next configuration of the screen."""
 
     space: Space
@@ -83,33 +82,16 @@ class Screen(Proposals):
                 if len(settings) == 1:
                     (name, value), = settings.items()
                     failed_grid.setdefault(name, []).append(value)
-        for param in () if endgame else space.params:
-            # refinement looks between the grid points only (never refines a refinement), and only where the best
-            # grid point stands out of the noise
-            measured = {v: 0.0 if a.same_program else a.estimate.gain for v, a in by_param.get(param.name, {}).items()
-                        if a.estimate is not None and a.first.attrs.get("design") == "probe"}
-            if not measured:
-                continue
-            stands_out = max(measured.values()) >= max(self._sigma, space.noise.min_effect / 2.0)
-            # The deployed value measured best among values that clearly matter (a microbatch count between a large
-            # bubble and a large overhead): the peak may lie between it and its better neighbour, worth one run.
-            # A numeric param whose deployed value measured best is refined toward its better neighbour when one of
-            # its values measured clearly below the deployed job: the param matters, its response is curved there.
-            curved = min(measured.values()) < -design.clear_drop(self._sigma) \
-                and self.deployed.get(param.name) is not None
-            if not (stands_out or curved):
-                continue
-            # a grid point that failed (an OOM cliff) is a neighbour too: the optimum often sits right below it
-            measured.update({v: -math.inf for v in failed_grid.get(param.name, ()) if v not in measured})
-            if self.deployed.get(param.name) is not None and param.choices is None:
-                try:
-                    measured[float(self.deployed[param.name])] = 0.0  # type: ignore[arg-type]
-                except ValueError:
-                    pass
-            for value in grid.refine_values(param, measured, self.deployed.get(param.name), around_deployed=curved):
-                config = fresh({param.name: value}, design.probe_label(param, value))
-                if config is not None:
-                    return config, f"refining {param.name} around its best screened value", "refine"
+        # refinement looks between the grid points only (never refines a refinement)
+        measured = {name: {v: 0.0 if a.same_program else a.estimate.gain for v, a in values.items()
+                           if a.estimate is not None and a.first.attrs.get("design") == "probe"}
+                    for name, values in by_param.items()}
+        for param, value in () if endgame else grid.refinements(
+                space.params, measured, failed_grid, self.deployed,
+                stands_out=max(self._sigma, space.noise.min_effect / 2.0), clearly_below=design.clear_drop(self._sigma)):
+            config = fresh({param.name: value}, design.probe_label(param, value))
+            if config is not None:
+                return config, f"refining {param.name} around its best screened value", "refine"
         if pending and not ahead:
             return None  # the combination waits for every probe's result
         model = self._model
@@ -245,46 +227,6 @@ class Screen(Proposals):
                 and (row := self.pair_row_due(records, arms, in_flight, blames, around=leader)) is not None:
             return row, "pairs of settings no run has set together", PAIRS
         return None
-
-    def pair_row_due(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan] = (),
-                     blames: Sequence[Blame] | None = None, around: Arm | None = None) -> TrialConfig | None:
-        """The next row of the pairs no run has set together (_pairs.py), when it is the screen's last proposal: no
-        contender whose race is short (:meth:`far_from_confirmed`), nothing near the win bar, not even one setting
-        alone (win10-1023), and nothing left to race against the null bar (stress-combo-oom-3: a +3 % threshold's
-        race waited behind the rows). No null verdict is drawn while one is due. ``around``: the confirmed winner,
-        whose settings every row keeps."""
-        if not self.space.screen:
-            return None
-        if around is None:
-            room = self.race_room(records)
-            if self.contender(arms, room=room) is not None or self.candidates(arms, in_flight) \
-                    or self.near_the_bar(arms, room=room):
-                return None
-        tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
-        base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None
-        return pair_row(self.space, self.deployed, records, self.blames(records) if blames is None else blames, tried,
-                        sum(1 for p in in_flight if p.attrs.get("design") == PAIRS), base=base,
-                        base_label=around.label if around else "",
-                        rank=(lambda n, v: self._effect(self._model, n, v)) if around else None,
-                        costly=self.costs_the_bar)
-
-    def near_the_bar(self, arms: Sequence[Arm], *, room: float | None = None) -> bool:
-        """Whether some arm, even one setting alone, is within ``sigma / sqrt(n)`` of the win bar (win10-1023);
-        with ``room`` (the budget's runs before its last), one whose race is not long there
-        (:meth:`far_from_confirmed`)."""
-        return any(a.estimate.gain >= self.within_reach(self.space.stop.win, a.n)
-                   and not (room is not None and self.far_from_confirmed(a, room)) for a in self.eligible(arms))
-
-    def costs_the_bar(self, name: str, value: Any) -> bool:
-        """Whether the model puts one setting alone more than the win bar below the deployed job, by ``COSTLY_SE``
-        standard errors: a pair row that sets it reads that much low, and every other pair of the row is hidden
-        (rand-win-60013: all three rows set the latency-hiding scheduler off, -15 % alone, and the +7.9 % of Simple
-        with NVLS, zero each alone, read -8 %; the study ended `null`). A pair with it would need an interaction of
-        twice the bar to win."""
-        if self._model is None:
-            return False
-        effect, se = self._model.effect(name, value)
-        return effect + COSTLY_SE * se < -self.space.stop.win
 
     @staticmethod
     def screen_in_flight(in_flight: Sequence[Plan]) -> bool:
