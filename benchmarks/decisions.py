@@ -83,7 +83,9 @@ class Task:
 
 
 def _result(land: Landscape, task: Task, strategy: str, choice: Choice, best: float, elapsed: float) -> SeedResult:
-    detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} | {"elapsed_s": elapsed}
+    # the pick's settings, for benchmarks/misses.py to read what a miss lacks
+    detail = {k: v for k, v in choice.detail.items() if k not in ("log", "faults")} \
+        | {"elapsed_s": elapsed, "settings": dict(choice.settings)}
     log = choice.detail.get("log") or []
     ci = choice.detail.get("ci")
     if is_flagopt(strategy):
