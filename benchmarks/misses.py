@@ -122,7 +122,8 @@ def report(results: Sequence[SeedResult], strategy: str, landscape_file: Path | 
     misses = sorted((r for r in results if r.strategy == strategy and not r.within_1pct),
                     key=lambda r: (r.family or r.landscape, r.seed))
     studied = Counter(r.family or r.landscape for r in results if r.strategy == strategy)
-    lines = [f"{len(misses)} of {sum(studied.values())} {strategy} studies ended more than 1 % below the true best.", "",
+    total = sum(studied.values())
+    lines = [f"{len(misses)} of {total} {strategy} studies ended more than 1 % below the true best.", "",
              "| study | verdict | pick / best | class | largest repair | every difference: kind, best value alone "
              "-> pick with it |", "|---|---|---|---|---|---|"]
     classes: dict[str, Counter] = {}

@@ -219,8 +219,8 @@ class PairRows:
 
     def pair_row_due(self, records: Sequence[RunRecord], arms: Sequence[Arm], in_flight: Sequence[Plan] = (),
                      blames: Sequence[Blame] | None = None, around: Arm | None = None) -> TrialConfig | None:
-        """The next row of the pairs no run has set together (_pairs.py), when it is the screen's last proposal: no
-        contender whose race is short (:meth:`far_from_confirmed`), nothing near the win bar, not even one setting
+        """The next row of the pairs no run has set together (:func:`pair_row`), when it is the screen's last proposal:
+        no contender whose race is short (:meth:`far_from_confirmed`), nothing near the win bar, not even one setting
         alone (win10-1023), and nothing left to race against the null bar (stress-combo-oom-3: a +3 % threshold's
         race waited behind the rows). No null verdict is drawn while one is due. ``around``: the confirmed winner,
         whose settings every row keeps."""

@@ -86,9 +86,10 @@ class Screen(Proposals, PairRows):
         measured = {name: {v: 0.0 if a.same_program else a.estimate.gain for v, a in values.items()
                            if a.estimate is not None and a.first.attrs.get("design") == "probe"}
                     for name, values in by_param.items()}
-        for param, value in () if endgame else grid.refinements(
-                space.params, measured, failed_grid, self.deployed,
-                stands_out=max(self._sigma, space.noise.min_effect / 2.0), clearly_below=design.clear_drop(self._sigma)):
+        stands_out = max(self._sigma, space.noise.min_effect / 2.0)
+        for param, value in () if endgame else grid.refinements(space.params, measured, failed_grid, self.deployed,
+                                                                stands_out=stands_out,
+                                                                clearly_below=design.clear_drop(self._sigma)):
             config = fresh({param.name: value}, design.probe_label(param, value))
             if config is not None:
                 return config, f"refining {param.name} around its best screened value", "refine"
