@@ -13,7 +13,7 @@ from flagopt.decide._blame import Blame, blame_failures, blamed_by, excluded_by
 from flagopt.decide._model import EffectsModel, effects_model
 from flagopt.decide._mend import mend_failed
 from flagopt.decide._moves import CONFLICT_DROP
-from flagopt.decide._pairs import PAIRS, RECIPE_PAIRS, PairRows, recipe_pair_row
+from flagopt.decide._pairs import PAIRS, PAIRS_UNMASKED, RECIPE_PAIRS, PairRows, recipe_pair_row
 from flagopt.decide._plan import (COMBINATION, DROPPED, MODEL_DESIGNS, Plan, asked_settings, dropped_before,
                                   settings_set, variant_label)
 from flagopt.decide._profiles import (PROFILE_ADD_ONE, PROFILE_DROP, PROFILE_REST, PROFILE_UNION, better_values,
@@ -224,6 +224,10 @@ class Screen(Proposals, PairRows):
                 config = fresh(rest, label)
                 if config is not None:
                     return config, f"does {name} matter in {anchor_label}?", "drop-one"
+        if leader is not None and not proposals_in_flight and not endgame:
+            for rest, label in self.unmasked(arms, leader):
+                if (config := fresh(rest, label)) is not None:
+                    return config, "a pair row far below the winner, without the values that cost alone", PAIRS_UNMASKED
         if (anchor is None or leader is not None) and not proposals_in_flight and not endgame \
                 and (row := self.pair_row_due(records, arms, in_flight, blames, around=leader)) is not None:
             return row, "pairs of settings no run has set together", PAIRS

@@ -178,7 +178,8 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-mb-oom": "win", "stress-below-wide": "below", "stress-null-wide": "null",
                      "stress-unknown-range": "win", "stress-huge": "win", "stress-combo-oom": "win",
                      "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win",
-                     "stress-costly-mask": "win", "stress-recipe-partner": "win", "stress-conflict": "win"}
+                     "stress-costly-mask": "win", "stress-recipe-partner": "win", "stress-conflict": "win",
+                     "stress-row-conflict": "win"}
     assert nulls == {"stress-null-wide"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
