@@ -279,7 +279,7 @@ class PairRows:
         for arm in self.eligible(arms):
             if arm.first.attrs.get("design") != PAIRS or arm.first.attrs.get("phase") != "refine" \
                     or arm.estimate.gain >= leader.estimate.gain - stop.win:
-                continue  # a row around a winner (phase: refine), far below this one
+                continue  # only the rows around a winner (phase: refine) that read far below this one
             settings = design.settings_of_record(self.space, arm.first.attrs.get("settings") or {})
             costly = {n for n, v in settings.items()
                       if base.get(n) != v and self._effect(self._model, n, v) < -stop.null_gain}
