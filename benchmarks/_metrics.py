@@ -56,6 +56,11 @@ def landscape_kind(best_gain: float) -> str:
     return "null" if best_gain < NULL_GAIN else "below"
 
 
+def within_1pct(gain: float, best: float) -> bool:
+    """Whether a true ``gain`` is within 1 % (``WITHIN``) of the landscape's true ``best``, on the throughput scale."""
+    return (1.0 + gain) / (1.0 + best) >= 1.0 - WITHIN - 1e-12
+
+
 @dataclass(frozen=True)
 class SeedResult:
     """One strategy on one landscape with one seed."""
@@ -82,7 +87,7 @@ class SeedResult:
 
     @property
     def within_1pct(self) -> bool:
-        return (1.0 + self.true_gain) / (1.0 + self.best_gain) >= 1.0 - WITHIN - 1e-12
+        return within_1pct(self.true_gain, self.best_gain)
 
     @property
     def regret(self) -> float:

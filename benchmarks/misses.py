@@ -44,7 +44,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._metrics import WITHIN, SeedResult  # noqa: E402
+from benchmarks._metrics import SeedResult, within_1pct  # noqa: E402
 from benchmarks._random_landscapes import CHOICES, random_landscape  # noqa: E402
 from benchmarks.pooled import load  # noqa: E402
 from flagopt.errors import FlagoptError  # noqa: E402
@@ -72,7 +72,7 @@ def differences(land: Landscape, pick: Mapping[str, Any]) -> list[Difference]:
     chosen = land.resolve(pick)
     best = land.resolve(land.best().settings)
     out = []
-    for name, param in land.params.items():
+    for name in land.params:
         if chosen[name] == best[name]:
             continue
         alone = land.true_gain({name: best[name]})
@@ -87,18 +87,13 @@ def differences(land: Landscape, pick: Mapping[str, Any]) -> list[Difference]:
     return out
 
 
-def within(gain: float, best: float) -> bool:
-    """``gain`` within 1 % of ``best`` (:attr:`benchmarks._metrics.SeedResult.within_1pct`)."""
-    return (1.0 + gain) / (1.0 + best) >= 1.0 - WITHIN - 1e-12
-
-
 def classify(diffs: Sequence[Difference], best: float) -> str:
     """The miss's class: its largest repair's kind when that one change brings the pick within 1 %, else
     ``several``."""
     if not diffs:
         return "several"
     top = max(diffs, key=lambda d: d.repaired)
-    return top.kind if within(top.repaired, best) else "several"
+    return top.kind if within_1pct(top.repaired, best) else "several"
 
 
 def landscape_of(result: SeedResult, folder: Path, landscape_file: Path | None) -> Landscape:
