@@ -241,7 +241,13 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     assert {n: three.best().settings[n] for n in parts} == parts
     assert all(0.009 < three.true_gain({name: value}) < 0.02 for name, value in parts.items())
     assert 0.03 < three.best().gain < 0.05
-    # the tensor-parallel pair: LL128 is nothing alone and most of the best beside NVLS
+    # the tensor-parallel pair: LL128 is nothing alone and adds over 4 points beside NVLS
     tp = load_landscape("stress-tp-pair", stress)
     assert abs(tp.true_gain({"NCCL_PROTO": "LL128"})) < 1e-9 and tp.best().settings["NCCL_PROTO"] == "LL128"
     assert tp.true_gain({"NCCL_ALGO": "NVLS", "NCCL_PROTO": "LL128"}) > tp.true_gain({"NCCL_ALGO": "NVLS"}) + 0.04
+    # the FSDP pool: the overlap limit and pipelined all-gather hide the same communication, so together they add up
+    # to less than their product alone
+    pool = load_landscape("stress-fsdp-pool", stress)
+    limit = {"xla_gpu_experimental_parallel_collective_overlap_limit": 2}
+    pag = {"xla_gpu_enable_pipelined_all_gather": True}
+    assert (1 + pool.true_gain({**limit, **pag})) < (1 + pool.true_gain(limit)) * (1 + pool.true_gain(pag)) - 0.003
