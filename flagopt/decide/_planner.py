@@ -125,6 +125,14 @@ class Planner(Screen, Race, Stopping):
             return self.cross_check(records, stop, in_flight)
         if stop is not None:
             return stop
+        if (doubted := self.null_waits_for) is not None and BASELINE not in here:
+            # A null verdict is due but for an arm the model still puts above its bar: it runs again first
+            if any(p.repeat_of == doubted.first.number for p in in_flight):
+                return "wait"
+            if self.baseline_due([r for r in records if r.slot == slot], doubted):
+                return control("drift control", ok_baselines[0], {})
+            return Plan(config_of(doubted.first), "repeat", f"before a null verdict: {doubted.label}",
+                        repeat_of=doubted.first.number)
 
         phase = {"phase": "refine"} if leader is not None else {}
         # Enough distinct configurations for a null verdict: settle the open ones (on every free slot at once)

@@ -177,6 +177,20 @@ class Race(Room, Controls):
                 out.append(arm)  # above the bar on every run, not yet on the fresh ones at the family-wise level
         return out
 
+    def null_doubt(self, arm: Arm) -> bool:
+        """Whether the model puts ``arm`` at ``stop.null_gain`` or above, one standard error clear of half of it: a
+        null verdict (nothing worth the bar) waits for another run of it (:meth:`~flagopt.decide._stop.Stopping
+        .stop_verdict`).
+
+        The race leaves such arms out: a row of the balanced screen informs the effects unless it reads far above
+        the bar, and a single run is predicted from its parts. On a job whose best is made of settings of about +1 %
+        each, the model pooling every run can still put one above the bar (stress-below-three-200010 ended `null`
+        on a row predicted +2.6 % +- 0.5 % that never ran again).
+        """
+        prediction = self.prediction(arm)
+        bar = self.space.stop.null_gain
+        return prediction is not None and prediction.gain >= bar and prediction.gain - prediction.se >= bar / 2.0
+
     def open_after(self, est: stats.ArmEstimate, extra: int, target: tuple[float, ...], *,
                    against_null: bool = False) -> bool:
         """Whether an arm would still need runs after ``extra`` more at the same mean (its interval narrowed).

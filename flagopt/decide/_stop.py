@@ -30,6 +30,9 @@ class Stopping:
     blames: Callable[[Sequence[RunRecord]], Any]
     predicted: Callable[[Arm], float]
     prediction: Callable[[Arm], stats.Prediction | None]
+    null_doubt: Callable[[Arm], bool]
+    #: The arm a due null verdict waits for (set by :meth:`stop_verdict` at every decision).
+    null_waits_for: Arm | None = None
     started_at: float
     _sigma: float
     _direction: str
@@ -96,7 +99,10 @@ class Stopping:
             max_hours is not None and time.time() - self.started_at > max_hours * 3600)
 
     def stop_verdict(self, records: Sequence[RunRecord], arms: Sequence[Arm]) -> Verdict | None:
+        """The verdict the study stops on, or ``None``. A null verdict due while the model still puts an arm above
+        its bar waits for that arm's next run: ``None``, with the arm in :attr:`null_waits_for`."""
         space = self.space
+        self.null_waits_for = None
         stop = space.stop
         eligible = self.eligible(arms)
         noise = self.noise_summary(records)
@@ -131,6 +137,10 @@ class Stopping:
                 and self.context_swap(arms, blames, records) is None \
                 and self.pair_row_due(records, arms, blames=blames) is None:
             good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
+            doubts = [a for a in eligible if a.n < space.noise.max_repeats and self.null_doubt(a)] if not good else []
+            if doubts:
+                self.null_waits_for = max(doubts, key=self.predicted)  # the planner runs it again
+                return None
             if not good:
                 best = max(distinct, key=lambda a: a.estimate.gain)
                 # A single run's interval says nothing where most runs are distinct configurations (the fit has a

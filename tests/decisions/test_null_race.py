@@ -18,6 +18,7 @@ from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import run_study
 
 LAND = load_landscape("null")
+STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 
 def study(tmp_path: Path, seed: int):
@@ -103,6 +104,19 @@ def test_a_small_space_with_a_flag_the_installed_xla_rejects_is_measured_to_its_
     assert "on its one run, unknown)" in verdict.message, verdict.message
 
 
+def test_a_null_verdict_waits_for_an_arm_the_model_puts_above_its_bar(tmp_path):
+    """stress-below-three-200010: three settings of +1.0 to +1.2 % each, true best +3.4 %. The study ended `null` at
+    its 31st run, with a balanced-screen row the model put at +2.6 % +- 0.5 % (true +1.9 %) never run again: a row
+    only informs the effects unless it reads far above the bar. Raced before the verdict, the study goes on to
+    confirm a configuration better than the deployed job, and recommends it."""
+    land = load_landscape("stress-below-three", STRESS)
+    runner, verdict = run_study(land, tmp_path, 200010)
+    assert verdict.reason == "budget", verdict.message
+    assert verdict.winner is not None, verdict.message
+    settings = {k: v for part in (verdict.winner.get("settings") or {}).values() for k, v in part.items()}
+    assert land.true_gain(settings) >= runner.space.stop.null_gain, settings
+
+
 def assert_every_runnable_configuration_measured(runner, verdict, *, size: int, runnable: int) -> None:
     """The space has ``size`` configurations, ``runnable`` of them not covered by a blame; each of those was
     measured and the verdict is `null`."""
@@ -113,3 +127,4 @@ def assert_every_runnable_configuration_measured(runner, verdict, *, size: int, 
     measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
                 if a.estimate is not None and a.kind != "baseline-no-env"}
     assert len(measured) == runnable
+
