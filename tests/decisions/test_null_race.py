@@ -111,6 +111,7 @@ def test_a_null_verdict_waits_for_an_arm_the_model_puts_above_its_bar(tmp_path):
     confirm a configuration better than the deployed job, and recommends it."""
     land = load_landscape("stress-below-three", STRESS)
     runner, verdict = run_study(land, tmp_path, 200010)
+    assert any(str(r.attrs.get("reason", "")).startswith("before a null verdict") for r in runner.records())
     assert verdict.reason == "budget", verdict.message
     assert verdict.winner is not None, verdict.message
     settings = {k: v for part in (verdict.winner.get("settings") or {}).values() for k, v in part.items()}
@@ -127,4 +128,3 @@ def assert_every_runnable_configuration_measured(runner, verdict, *, size: int, 
     measured = {a.config_key for a in arms_of(records, space.noise, space.metric.direction)
                 if a.estimate is not None and a.kind != "baseline-no-env"}
     assert len(measured) == runnable
-
