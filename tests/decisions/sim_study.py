@@ -13,6 +13,9 @@ from benchmarks._spaces import write_space
 from flagopt.study import Progress, StudyRunner, Verdict
 from flagopt.workloads.sim import Landscape
 
+#: The stress landscapes of the benchmark (shapes the shipped landscapes lack), for studies of one of them.
+STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
+
 
 def run_study(land: Landscape, tmp_path: Path, seed: int, *, max_trials: int | None = 60, slots: int = 1,
               **options) -> tuple[StudyRunner, Verdict | None]:

@@ -8,13 +8,10 @@ the protocol was never swapped beside Tree, and 24 of 30 seeds ended 6 points sh
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from flagopt.decide._plan import varied_param
 from flagopt.workloads.sim import load_landscape
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 
 def test_the_protocol_is_swapped_beside_the_algorithm_and_the_pair_wins(tmp_path):

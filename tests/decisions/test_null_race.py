@@ -15,10 +15,9 @@ from benchmarks.rejected_flag import null_with_rejected_flag
 from flagopt.decide import configurations, excluded_by
 from flagopt.study import arms_of
 from flagopt.workloads.sim import load_landscape
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
 LAND = load_landscape("null")
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 
 def study(tmp_path: Path, seed: int):
