@@ -13,7 +13,6 @@ from flagopt.workloads.sim import load_landscape
 from tests.decisions.sim_study import STRESS, run_study
 
 
-
 def test_the_protocol_is_swapped_beside_the_algorithm_and_the_pair_wins(tmp_path):
     land = load_landscape("stress-cat-pair", STRESS)
     runner, verdict = run_study(land, tmp_path, 0)
