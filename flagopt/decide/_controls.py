@@ -8,7 +8,7 @@ from typing import Any
 
 from flagopt import stats
 from flagopt.decide._arms import Arm, baseline_runs
-from flagopt.decide._plan import Plan, seconds_per_run
+from flagopt.decide._plan import Plan, config_of, seconds_per_run
 from flagopt.decide._runs import BASELINE, RunRecord
 from flagopt.space import Space, TrialConfig
 
@@ -45,6 +45,14 @@ class Controls:
                                          k_min=CONTROL_FIRST_GAP, k_max=CONTROL_MAX_GAP,
                                          sigma_floor=stats.DEFAULT_NOISE_FLOOR)
         return since >= every
+
+    def rerun(self, arm: Arm, why: str, records: Sequence[RunRecord], slot: str, first: RunRecord,
+              attrs: dict[str, Any], *, may_control: bool = True) -> Plan:
+        """``arm`` run again on ``slot``, or a drift control there first when one is due and ``may_control`` (not
+        while the slot already runs one; ``first``: the study's first successful baseline, the controls' reference)."""
+        if may_control and self.baseline_due([r for r in records if r.slot == slot], arm):
+            return control("drift control", first, attrs)
+        return Plan(config_of(arm.first), "repeat", why, repeat_of=arm.first.number, attrs=attrs)
 
 
 def control(reason: str, first: RunRecord, attrs: dict[str, Any]) -> Plan:

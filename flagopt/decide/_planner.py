@@ -18,7 +18,7 @@ from flagopt.decide._arms import Arm, baseline_runs
 from flagopt.decide._balanced import FixedDesign
 from flagopt.decide._controls import control, ends_on_control, unbracketed
 from flagopt.decide._model import EffectsModel
-from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, config_of, counted_runs,
+from flagopt.decide._plan import (MODEL_DESIGNS, SAMPLE, Plan, SlotBroken, Verdict, arm_summary, counted_runs,
                                   runs_used)
 from flagopt.decide._race import Race
 from flagopt.decide._runs import BASELINE, CANCELLED, NO_ENV, RUNNING, RunRecord
@@ -129,10 +129,7 @@ class Planner(Screen, Race, Stopping):
             # A null verdict is due but for an arm the model still puts above its bar: it runs again first
             if any(p.repeat_of == doubted.first.number for p in in_flight):
                 return "wait"
-            if self.baseline_due([r for r in records if r.slot == slot], doubted):
-                return control("drift control", ok_baselines[0], {})
-            return Plan(config_of(doubted.first), "repeat", f"before a null verdict: {doubted.label}",
-                        repeat_of=doubted.first.number)
+            return self.rerun(doubted, f"before a null verdict: {doubted.label}", records, slot, ok_baselines[0], {})
 
         phase = {"phase": "refine"} if leader is not None else {}
         # Enough distinct configurations for a null verdict: settle the open ones (on every free slot at once)
@@ -185,11 +182,11 @@ class Planner(Screen, Race, Stopping):
             return control("closing drift control", ok_baselines[0], phase)
         # Repeats compared with the same two controls stop improving the estimate (the controls' noise does not
         # average out): when the controls dominate a contender's uncertainty, the next control comes early.
-        if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], chosen):
-            return control("drift control", ok_baselines[0], phase)
         if chosen is not None:
-            return Plan(config_of(chosen.first), "repeat", f"confirming {chosen.label}", repeat_of=chosen.first.number,
-                        attrs=phase)
+            return self.rerun(chosen, f"confirming {chosen.label}", records, slot, ok_baselines[0], phase,
+                              may_control=BASELINE not in here)
+        if BASELINE not in here and self.baseline_due([r for r in records if r.slot == slot], None):
+            return control("drift control", ok_baselines[0], phase)
         if screen is not None:
             return Plan(screen[0], screen[0].kind, screen[1], attrs={**phase, "design": screen[2]})
         if len(slots) > 1:
