@@ -9,15 +9,13 @@ cliff, the true best.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from flagopt.decide import blame_failures, blamed_by, settings_of_record
 from flagopt.report import report_data
 from flagopt.study import study_data
 from flagopt.workloads.sim import load_landscape
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 AG, PIPE = "xla_gpu_all_gather_combine_threshold_bytes", "xla_gpu_enable_pipelined_all_gather"
 
 

@@ -11,16 +11,14 @@ latency-hiding scheduler off (-15 % alone) would read the pair 7 % low: the rows
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import yaml
 
 from flagopt.decide._pairs import PAIRS, covering_rows, pairs_of
 from flagopt.space import Param
 from flagopt.workloads.sim import landscape_from_data
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 PARAMS = [Param("db", "xla", "db", choices=(False, True)), Param("pag", "xla", "pag", choices=(False, True)),
           Param("algo", "env", "ALGO", choices=("Ring", "Tree")),

@@ -8,15 +8,13 @@ cudnn flags with it are +8.3 %, and nothing without Tree adds up to the win bar 
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from flagopt.decide import config_of_settings, settings_of_record
 from flagopt.decide._pairs import MAX_PAIR_ROWS, RECIPE_PAIRS, recipe_pair_row
 from flagopt.workloads.sim import load_landscape
 from tests.decisions.records import run, space_of
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 SPACE = """
     name: rp

@@ -10,15 +10,13 @@ stress-row-conflict of benchmarks/stress_landscapes.yaml, built on that mechanis
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from flagopt.decide import Planner, arms_of, settings_of_record
 from flagopt.decide._pairs import PAIRS, PAIRS_UNMASKED
 from flagopt.workloads.sim import load_landscape
 from tests.decisions.records import run, space_of
-from tests.decisions.sim_study import run_study
+from tests.decisions.sim_study import STRESS, run_study
 
-STRESS = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
 
 SPACE = """
     name: um
