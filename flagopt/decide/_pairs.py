@@ -228,10 +228,8 @@ class PairRows:
         due. ``around``: the confirmed winner, whose settings every row keeps.
 
         Once an arm is confirmed better by ``stop.null_gain`` the races left only choose among configurations short of
-        the win bar, and the rows go first: on stress-hidden-pair (a +9.85 % pair, each of its settings worth nothing
-        alone) studies spent their last 20 runs racing +2 % arms and ended on `budget` at +2 % with the rows unrun.
-        Within 1 % of the best there, over four seed sets of 30: 76 -> 94 of 120; stress-below-three 83 -> 78
-        (docs/benchmark-decisions.md, sixty-ninth-session note)."""
+        the win bar, and the rows go first (stress-hidden-pair: studies raced +2 % arms for their last 20 runs and
+        ended on `budget` at +2 % of a +9.85 % pair; within 1 % 76 -> 94 of 120 over four seed sets)."""
         if not self.space.screen:
             return None
         if around is None:
@@ -271,14 +269,18 @@ class PairRows:
     def unmasked(self, arms: Sequence[Arm], leader: Arm) -> Iterator[tuple[dict[str, Any], str]]:
         """Around the confirmed winner ``leader``: each pair row that read more than ``stop.win`` below it, without
         its values that cost more than ``stop.null_gain`` alone (the model's effect): ``(settings, label)``, the
-        lowest row first; only where what is left still sets two values the winner does not.
+        lowest row first; only where what is left still sets two values or more, one of them a value the winner does
+        not set (one value alone is its own probe).
 
         A row sets every boolean's other value, and two values that each cost a few points alone hide every pair
         beside them: the sum of its parts explains its shortfall, and nothing marks the pair. On rand-win-170025
         NVLS with pipelined reduce-scatter pays +14.2 % only together; their row around Ring (+6.6 %) also set
         double buffering (-3.8 % alone, -16 % beside NVLS) and the scheduler off (-3.1 %), read -10.6 %, and the
         study ended on Ring with 35 runs of its budget left. A value that costs alone is asked in its own rows; here
-        the rest of the row is asked without it, once.
+        the rest of the row is asked without it, once. Where the winner already set one half of the pair the rest is
+        one swap from it, and still a pair no run set (stress-row-conflict-250001: the winner Ring with the pipelined
+        reduce-scatter; its NVLS row read -10.2 %, and NVLS with the reduce-scatter, +14.2 %, ran only once the rest
+        no longer had to set two values the winner does not; within 1 % 20 -> 27 of 30 there, 12 -> 26 at 260000+).
         """
         if self._model is None:
             return
@@ -293,7 +295,7 @@ class PairRows:
             costly = {n for n, v in settings.items()
                       if base.get(n) != v and self._effect(self._model, n, v) < -stop.null_gain}
             rest = {n: v for n, v in settings.items() if n not in costly}
-            if costly and sum(1 for n, v in rest.items() if base.get(n) != v) >= 2:
+            if costly and len(rest) >= 2 and any(base.get(n) != v for n, v in rest.items()):
                 rows.append((arm.estimate.gain, arm.label, rest, sorted(costly)))
         for _, label, rest, costly in sorted(rows, key=lambda r: (r[0], r[1])):
             yield rest, f"{label} without what costs alone: " + ", ".join(costly)

@@ -31,9 +31,9 @@ RING = {"algo": "Ring"}
 SINGLES = [(RING, 106.5), ({"algo": "NVLS"}, 100.1), ({"prs": True}, 99.9), ({"db": True}, 96.2), ({"lhs": False}, 96.9)]
 
 
-def planner_after(space, row, measured, *, phase="refine"):
-    """A planner, its arms and the winner's arm after the probes, three more runs of Ring and one pair row."""
-    runs = [({}, 100.0)] + SINGLES + [({}, 100.0), (RING, 106.6), (RING, 106.4), ({}, 100.0), (RING, 106.7)]
+def planner_after(space, row, measured, *, phase="refine", winner=RING):
+    """A planner, its arms and the winner's arm after the probes, three more runs of the winner and one pair row."""
+    runs = [({}, 100.0)] + SINGLES + [({}, 100.0), (winner, 106.6), (winner, 106.4), ({}, 100.0), (winner, 106.7)]
     records = [run(space, i, settings, value) for i, (settings, value) in enumerate(runs)]
     row_run = run(space, len(records), row, measured, design=PAIRS)
     records.append(replace(row_run, attrs={**row_run.attrs, "phase": phase}) if phase else row_run)
@@ -41,7 +41,7 @@ def planner_after(space, row, measured, *, phase="refine"):
     planner._sigma = 0.005
     planner._model = planner.model(records)
     arms = arms_of(records, space.noise)
-    leader = next(a for a in arms if settings_of_record(space, a.first.attrs["settings"]) == RING)
+    leader = next(a for a in arms if settings_of_record(space, a.first.attrs["settings"]) == winner)
     return planner, arms, leader
 
 
@@ -66,6 +66,18 @@ def test_a_row_whose_rest_sets_one_new_value_is_no_hidden_pair(tmp_path):
     space = space_of(tmp_path, SPACE)
     planner, arms, leader = planner_after(space, {"algo": "NVLS", "db": True, "lhs": False}, 89.4)
     assert list(planner.unmasked(arms, leader)) == []  # NVLS alone is its own probe
+
+
+def test_a_row_whose_rest_is_one_swap_from_the_winner_still_runs_it(tmp_path):
+    """stress-row-conflict-250001: the winner set the reduce-scatter, one half of the pair; the rest of the NVLS row
+    is the winner with NVLS for Ring, a pair no run set."""
+    space = space_of(tmp_path, SPACE)
+    winner = {"algo": "Ring", "prs": True}
+    planner, arms, leader = planner_after(space, {"algo": "NVLS", "prs": True, "db": True, "lhs": False}, 89.4,
+                                          winner=winner)
+    (settings, label), = planner.unmasked(arms, leader)
+    assert settings == {"algo": "NVLS", "prs": True}
+    assert label.endswith("without what costs alone: db, lhs")
 
 
 def test_the_study_finds_the_pair_a_costly_row_hid(tmp_path):
