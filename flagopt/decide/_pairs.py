@@ -214,6 +214,7 @@ class PairRows:
     contender: Callable[..., Arm | None]
     candidates: Callable[..., list[Arm]]
     eligible: Callable[[Sequence[Arm]], list[Arm]]
+    past_null: Callable[[Sequence[Arm]], list[Arm]]
     race_room: Callable[[Sequence[RunRecord]], int]
     far_from_confirmed: Callable[..., bool]
     within_reach: Callable[[float, int], float]
@@ -236,9 +237,7 @@ class PairRows:
             room = self.race_room(records)
             if self.contender(arms, room=room) is not None or self.near_the_bar(arms, room=room):
                 return None
-            null_gain = self.space.stop.null_gain
-            past_null = any(a.verdict == "better" and a.estimate.gain >= null_gain for a in self.eligible(arms))
-            if not past_null and self.candidates(arms, in_flight):
+            if not self.past_null(arms) and self.candidates(arms, in_flight):
                 return None
         tried = {r.config_key for r in records if not r.stopped_with_driver} | {p.config.config_key for p in in_flight}
         base = design.settings_of_record(self.space, around.first.attrs.get("settings") or {}) if around else None

@@ -36,6 +36,11 @@ class Race(Room, Controls):
         return [a for a in arms if a.estimate is not None and (self.space.numerics.allow or not a.numerics_flagged)
                 and not a.same_program]
 
+    def past_null(self, arms: Sequence[Arm]) -> list[Arm]:
+        """Eligible arms confirmed better than the deployed job by ``stop.null_gain``: with one, no `null` verdict."""
+        bar = self.space.stop.null_gain
+        return [a for a in self.eligible(arms) if a.verdict == "better" and a.estimate.gain >= bar]
+
     def winners(self, arms: Sequence[Arm]) -> list[Arm]:
         """Arms whose fresh runs (all but the selecting first) clear ``stop.win`` at the family-wise confidence."""
         eligible = self.eligible(arms)

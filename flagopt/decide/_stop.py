@@ -31,6 +31,7 @@ class Stopping:
     predicted: Callable[[Arm], float]
     prediction: Callable[[Arm], stats.Prediction | None]
     null_doubt: Callable[[Arm], bool]
+    past_null: Callable[[Sequence[Arm]], list[Arm]]
     #: The arm a due null verdict waits for (set by :meth:`stop_verdict` at every decision).
     null_waits_for: Arm | None = None
     started_at: float
@@ -136,7 +137,7 @@ class Stopping:
                 and not self.balanced_pending(records, arms) \
                 and self.context_swap(arms, blames, records) is None \
                 and self.pair_row_due(records, arms, blames=blames) is None:
-            good = [a for a in eligible if a.verdict == "better" and a.estimate.gain >= stop.null_gain]
+            good = self.past_null(eligible)
             doubts = [a for a in eligible if a.n < space.noise.max_repeats and self.null_doubt(a)] if not good else []
             if doubts:
                 self.null_waits_for = max(doubts, key=self.predicted)  # the planner runs it again

@@ -119,7 +119,8 @@ def test_once_an_arm_clears_the_null_bar_the_rows_go_before_the_races_left_again
     first_row = next(i for i, r in enumerate(records) if r.attrs.get("design") == PAIRS)
     arms = arms_of(records[:first_row], space.noise, space.metric.direction)
     cleared = [a for a in planner.eligible(arms) if a.verdict == "better" and a.estimate.gain >= space.stop.null_gain]
-    assert cleared and planner.candidates(arms, ()), "the rows ran before any arm cleared the null bar"
+    assert cleared and planner.past_null(arms) == cleared, "the rows ran before any arm cleared the null bar"
+    assert planner.candidates(arms, ()), "no race against the null bar was left when the rows ran"
     assert verdict is not None and verdict.reason == "win", verdict.message if verdict else None
     winner = verdict.winner["settings"]
     assert winner["env"].get("NCCL_PROTO") == "LL128" and winner["xla"]["xla_gpu_enable_while_loop_double_buffering"]
