@@ -12,7 +12,7 @@ from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
 from flagopt.decide._arms import Arm, baseline_runs, stragglers, to_run
 from flagopt.decide._blame import Blame, excluded_by
-from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used, settle_doubt
+from flagopt.decide._plan import Plan, Verdict, arm_summary, fit_sigma, noisy_runs, runs_used, settle_doubt
 from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord, flakes_note
 from flagopt.space import Space, TrialConfig
 
@@ -266,7 +266,8 @@ class Stopping:
             est = best.claim
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
-                           f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}",
+                           f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}"
+                           f"{noisy_runs(noise, fit_sigma(eligible), self.space.stop.win)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
         withheld = ""
         if claimed:
@@ -275,7 +276,8 @@ class Stopping:
             withheld = (f" ({arm.label} read {arm.claim.gain:+.1%} over {arm.claim.n} fresh runs, but the effects model "
                         f"over every run puts it at {said.gain:+.1%} +- {said.se:.1%}: not recommended)")
         return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed{withheld}"
-                       f"{self.unconfirmed_higher(eligible, None, cut_short)}", tried=tried, noise=noise)
+                       f"{self.unconfirmed_higher(eligible, None, cut_short)}"
+                       f"{noisy_runs(noise, fit_sigma(eligible), self.space.stop.win)}", tried=tried, noise=noise)
 
     def model_supports(self, arm: Arm, confidence: float) -> bool:
         """Whether the effects model, pooling every run, also puts ``arm`` above the deployed job at ``confidence``
