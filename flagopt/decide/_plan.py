@@ -182,40 +182,6 @@ def seconds_per_run(records: Sequence[RunRecord]) -> float:
     return sum(spans) / len(spans) if spans else 1.0
 
 
-#: The job's run-to-run noise, as a share of the win bar, above which a verdict without a winner says that its runs
-#: cannot tell a winner from noise (the CPU demo on a laptop whose other work came and went read 5-17 % a run against
-#: its 5 % bar, 1.8 % idle): there a larger budget buys little, an idle machine much.
-NOISY_SHARE = 0.5
-#: The controls that estimate enough for that sentence: two give the noise one degree of freedom.
-NOISY_MIN_CONTROLS = 3
-
-
-def fit_sigma(arms: Sequence[Arm]) -> float | None:
-    """The run noise of the fit of every run (one fit: the same for every measured arm), or ``None``."""
-    return next((a.estimate.sigma for a in arms if a.estimate is not None and a.estimate.n > 0), None)
-
-
-def noisy_runs(noise: dict[str, float], every_sigma: float | None, win: float) -> str:
-    """A sentence when the job's runs vary by more than ``NOISY_SHARE`` of the win bar ``win`` run to run, else
-    ``""``: the larger of the controls' noise (the verdict's ``noise``) and ``every_sigma``, the noise of the fit of
-    every run (:func:`fit_sigma`: the repeats of a configuration measure it too, and a few controls can agree by
-    chance).
-
-    Example:
-        >>> noisy_runs({"baseline_runs": 3.0, "run_sigma": 0.005}, 0.083, 0.05)[:67]
-        "; this job's runs vary by 8.3% run to run (3 controls and the repea"
-        >>> noisy_runs({"baseline_runs": 3.0, "run_sigma": 0.018}, 0.012, 0.05)
-        ''
-    """
-    sigma, controls = max(noise.get("run_sigma") or 0.0, every_sigma or 0.0), int(noise.get("baseline_runs", 0))
-    if controls < NOISY_MIN_CONTROLS or sigma <= NOISY_SHARE * win:
-        return ""
-    return (f"; this job's runs vary by {sigma:.1%} run to run ({controls} controls and the repeats), more than half "
-            f"the {win:.0%} win bar: one run cannot tell a {win:.0%} setting from noise, and a claim needs many "
-            "repeats. If other work shares these machines (a busy desktop, nodes not allocated --exclusive), measure "
-            "on idle, pinned ones")
-
-
 def settle_doubt(arm: Arm) -> str:
     """A sentence when the runs made after ``arm``'s choice read below the whole interval of the runs that confirmed
     it, else ``""``: two runs that slow are more likely a slow node than the configuration, and the claim the user

@@ -10,9 +10,9 @@ from typing import Any
 from flagopt import stats
 from flagopt.decide import _design as design
 from flagopt.decide import _grid as grid
-from flagopt.decide._arms import Arm, baseline_runs, stragglers, to_run
+from flagopt.decide._arms import Arm, all_runs_sigma, baseline_runs, stragglers, to_run
 from flagopt.decide._blame import Blame, excluded_by
-from flagopt.decide._plan import Plan, Verdict, arm_summary, fit_sigma, noisy_runs, runs_used, settle_doubt
+from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used, settle_doubt
 from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord, flakes_note
 from flagopt.space import Space, TrialConfig
 
@@ -106,7 +106,7 @@ class Stopping:
         self.null_waits_for = None
         stop = space.stop
         eligible = self.eligible(arms)
-        noise = self.noise_summary(records)
+        noise = self.noise_summary(records, arms)
         tried = [arm_summary(a) for a in arms]
         used = runs_used(records)
         out_of_budget = self.out_of_budget(used)
@@ -222,7 +222,8 @@ class Stopping:
             f"over {claim.n} fresh runs ({best.n} in all), lower bound >= {self.space.stop.win:.0%}"
         return Verdict("win", f"{best.label} is the best confirmed winner: {claim.gain:+.1%} "
                        f"[{claim.lo:+.1%}, {claim.hi:+.1%}] {over}{raced} ({why}){higher}{settle_doubt(best)}",
-                       winner=arm_summary(best), tried=[arm_summary(a) for a in arms], noise=self.noise_summary(records))
+                       winner=arm_summary(best), tried=[arm_summary(a) for a in arms],
+                       noise=self.noise_summary(records, arms))
 
     def unconfirmed_higher(self, eligible: Sequence[Arm], pick: Arm | None, knob: str | None) -> str:
         """A sentence naming the configuration measured highest above ``pick`` (``None``: the deployed job) that the
@@ -266,8 +267,7 @@ class Stopping:
             est = best.claim
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs (not confirmed above the {self.space.stop.win:.0%} win bar at the "
-                           f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}"
-                           f"{noisy_runs(noise, fit_sigma(eligible), self.space.stop.win)}",
+                           f"family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}",
                            winner=arm_summary(best), tried=tried, noise=noise)
         withheld = ""
         if claimed:
@@ -276,8 +276,7 @@ class Stopping:
             withheld = (f" ({arm.label} read {arm.claim.gain:+.1%} over {arm.claim.n} fresh runs, but the effects model "
                         f"over every run puts it at {said.gain:+.1%} +- {said.se:.1%}: not recommended)")
         return Verdict(reason, f"{why}; no configuration is confirmed better than baseline-deployed{withheld}"
-                       f"{self.unconfirmed_higher(eligible, None, cut_short)}"
-                       f"{noisy_runs(noise, fit_sigma(eligible), self.space.stop.win)}", tried=tried, noise=noise)
+                       f"{self.unconfirmed_higher(eligible, None, cut_short)}", tried=tried, noise=noise)
 
     def model_supports(self, arm: Arm, confidence: float) -> bool:
         """Whether the effects model, pooling every run, also puts ``arm`` above the deployed job at ``confidence``
@@ -288,13 +287,15 @@ class Stopping:
         prediction = self.prediction(arm)
         return prediction is None or prediction.lower_bound(confidence) > 0
 
-    def noise_summary(self, records: Sequence[RunRecord]) -> dict[str, float]:
-        """The verdict's ``noise``: the controls it read (stragglers left out), their run noise, and how many runs
-        were left out as stragglers when any were."""
+    def noise_summary(self, records: Sequence[RunRecord], arms: Sequence[Arm] = ()) -> dict[str, float]:
+        """The verdict's ``noise``: the controls it read (stragglers left out), their run noise, the noise of the fit
+        of every run (``all_runs_sigma``), and how many runs were left out as stragglers when any were."""
         runs = baseline_runs(records, self._direction)
         out = {"baseline_runs": float(len(runs))}
         if len(runs) >= 2:
             out["run_sigma"] = stats.run_noise(runs)
+        if (every := all_runs_sigma(arms)) is not None:
+            out["all_runs_sigma"] = every
         if slow := stragglers(records, self._direction):
             out["stragglers"] = float(len(slow))
         return out
