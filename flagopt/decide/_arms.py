@@ -6,7 +6,7 @@ Every arm is estimated against one drift curve per slot fitted to every run (:fu
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from flagopt import stats
@@ -102,10 +102,15 @@ def value_for(direction: str, value: float) -> float:
     return value if direction == "maximize" else 1.0 / value
 
 
+def fit_sigma(estimates: Iterable[stats.ArmEstimate | None]) -> float | None:
+    """The run noise of the fit ``estimates`` came from (one fit: the same for every measured arm), or ``None``."""
+    return next((e.sigma for e in estimates if e is not None and e.n > 0 and e.sigma == e.sigma), None)
+
+
 def all_runs_sigma(arms: Sequence[Arm]) -> float | None:
-    """The run noise of the fit of every run (one fit, so the same for every measured arm), or ``None``: the repeats
-    of a configuration measure it as the controls do, and a few controls can agree by chance."""
-    return next((a.estimate.sigma for a in arms if a.estimate is not None and a.estimate.n > 0), None)
+    """The run noise of the fit of every run, or ``None``: the repeats of a configuration measure it as the controls
+    do, and a few controls can agree by chance."""
+    return fit_sigma(a.estimate for a in arms)
 
 
 #: How many times the claims' own noise the fit of every run must read before the claims read its noise instead. The
@@ -127,9 +132,8 @@ def claim_noise_floor(every: dict[str, stats.ArmEstimate], fresh: dict[str, stat
     the best (docs/benchmark-decisions.md, seventieth-session note); the ratio keeps it to noise the claims' own runs
     cannot explain.
     """
-    own = next((e.sigma for e in fresh.values() if e.n > 0 and e.sigma == e.sigma), None)
-    every_sigma = next((e.sigma for e in every.values() if e.n > 0 and e.sigma == e.sigma), None)
-    if own is None or every_sigma is None or every_sigma <= CLAIM_NOISE_RATIO * max(own, stats.DEFAULT_NOISE_FLOOR):
+    own, every_sigma = fit_sigma(fresh.values()), fit_sigma(every.values())  # each at least the default floor
+    if own is None or every_sigma is None or every_sigma <= CLAIM_NOISE_RATIO * own:
         return stats.DEFAULT_NOISE_FLOOR
     return every_sigma
 
