@@ -68,6 +68,8 @@ def run_flagopt(land: Landscape, seed: int, folder: Path, *, max_trials: int | N
             settings.update(part)
     detail = {"verdict": verdict.reason if verdict else "none", "kinds": kinds,
               "winner": winner.get("label") if winner else None, "ci": winner.get("ci") if winner else None,
+              # a budget pick's own fresh-run claim, before it was pulled toward its close rivals' (selection)
+              "selection": winner.get("selection") if winner else None,
               "winner_lo_familywise": _familywise_lo(runner, winner), "winner_slots": _winner_slots(runner, winner),
               "log": log, "records": len(runner.records()),
               "run_seconds": float(sum(executor.run_seconds)), "faults": list(executor.faults),

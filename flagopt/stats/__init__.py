@@ -31,6 +31,7 @@ from flagopt.stats._noise import (
     noise_estimate,
     run_noise,
 )
+from flagopt.stats._selection import shrunk_for_selection
 from flagopt.stats._stop import StopDecision, StopReason, evaluate_stop, win_confidence
 from flagopt.stats._verdict import (ArmEstimate, Verdict, estimate_arm, inconclusive, needs_control, runs_needed,
                                     runs_to_clear, verdict)
@@ -60,6 +61,7 @@ __all__ = [
     "next_to_sample",
     "noise_estimate",
     "run_noise",
+    "shrunk_for_selection",
     "runs_needed",
     "runs_to_clear",
     "STRAGGLER_SIGMAS",

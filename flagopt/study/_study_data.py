@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import optuna
@@ -149,6 +149,10 @@ class StudyData:
         a single fresh run's estimate (an interval of +-150 % for a noisy job) is never shown beside it.
         """
         if arm.claim is not None and arm is self.winner_arm:
+            pulled = (self.winner or {}).get("selection") and self.winner.get("ci")
+            if pulled:  # a budget pick's gain pulled toward its close rivals' (flagopt.stats.shrunk_for_selection)
+                return replace(arm.reported, gain=float(self.winner["gain"]), lo=float(pulled[0]),
+                               hi=float(pulled[1])), arm.fresh_runs
             return arm.reported, arm.fresh_runs
         return arm.estimate, 0
 
