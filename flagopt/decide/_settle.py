@@ -3,7 +3,8 @@
 Among several confirmed winners the leader is the one whose fresh runs read high, so a claim read from those runs is
 high by selection (win10 seeds 0-29: +1.2 pp above the truth, 22 of 30 intervals covering it). Before a win verdict
 the chosen winner runs ``SETTLE_RUNS`` times more, one after another; its claim comes from those runs alone
-(:attr:`~flagopt.decide.Arm.settled`), and confirmation keeps the fresh runs made before the choice.
+(:attr:`~flagopt.decide.Arm.settled`), and confirmation keeps the fresh runs made before the choice. A budget
+verdict has no runs after its choice: its pick's claim is pulled toward its close rivals' instead (:func:`pulled_claim`).
 
 Example:
     >>> settling([], [], room=10) is None  # no winner is being settled
@@ -13,9 +14,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+from flagopt import stats
 from flagopt.decide._arms import SETTLE, SETTLE_RUNS, Arm
-from flagopt.decide._plan import Plan, config_of
+from flagopt.decide._plan import Plan, arm_summary, config_of
 
 
 def settle_run(leader: Arm, in_flight: Sequence[Plan], *, room: int) -> Plan | str | None:
@@ -39,3 +42,22 @@ def settling(arms: Sequence[Arm], in_flight: Sequence[Plan], *, room: int) -> Pl
         if arm.settled is None and any(r.attrs.get("phase") == SETTLE for r in arm.runs):
             return settle_run(arm, in_flight, room=room)
     return None
+
+
+def pulled_claim(pick: Arm, confirmed: Sequence[Arm]) -> tuple[stats.ArmEstimate, dict[str, Any], str]:
+    """A budget pick's claim, its verdict summary and the words that say how it was read: its fresh runs' gain pulled
+    toward the other ``confirmed`` arms' (:func:`flagopt.stats.shrunk_for_selection`).
+
+    Its fresh runs chose it too where they read highest of several arms they cannot tell apart (rand-below-1024:
+    eight confirmed arms of true +3.4 to +3.8 %, the pick's five fresh runs +5.1 % [+4.2, +5.9], true +3.8 %). The
+    summary keeps their own reading under ``selection``.
+    """
+    own = pick.claim
+    assert own is not None
+    est = stats.shrunk_for_selection([a.claim for a in confirmed], list(confirmed).index(pick))
+    if est.gain >= own.gain:
+        return own, arm_summary(pick), ""
+    summary = {**arm_summary(pick), "gain": est.gain, "ci": [est.lo, est.hi],
+               "selection": {"among": len(confirmed), "fresh_runs_gain": own.gain, "fresh_runs_ci": [own.lo, own.hi]}}
+    return est, summary, (f", read {own.gain:+.1%} by them and pulled toward the {len(confirmed) - 1} other confirmed "
+                          "configurations their spread cannot tell apart from it")

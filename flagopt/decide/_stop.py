@@ -14,6 +14,7 @@ from flagopt.decide._arms import Arm, all_runs_sigma, baseline_runs, stragglers,
 from flagopt.decide._blame import Blame, excluded_by
 from flagopt.decide._plan import Plan, Verdict, arm_summary, runs_used, settle_doubt
 from flagopt.decide._runs import CANCELLED, NO_ENV, RunRecord, flakes_note
+from flagopt.decide._settle import pulled_claim
 from flagopt.space import Space, TrialConfig
 
 
@@ -264,17 +265,7 @@ class Stopping:
             # largest fresh-run claim of several is high by selection (rand-below: four budget picks of true +1.6 to
             # +1.9 % claimed +2.7 to +3.2 %, outside their intervals, once the intervals came from every run).
             best = max(better, key=self.predicted)
-            # Its fresh runs chose it too, where they read highest of several arms they cannot tell apart: its gain
-            # is pulled toward theirs (rand-below-1024: eight confirmed arms of true +3.4 to +3.8 %, the pick's five
-            # fresh runs +5.1 % [+4.2, +5.9], true +3.8 %).
-            est = stats.shrunk_for_selection([a.claim for a in better], better.index(best))
-            winner, pulled = arm_summary(best), ""
-            if est.gain < best.claim.gain:
-                winner = {**winner, "gain": est.gain, "ci": [est.lo, est.hi],
-                          "selection": {"among": len(better), "fresh_runs_gain": best.claim.gain,
-                                        "fresh_runs_ci": [best.claim.lo, best.claim.hi]}}
-                pulled = f", read {best.claim.gain:+.1%} by them and pulled toward the {len(better) - 1} other " \
-                    f"confirmed configurations their spread cannot tell apart from it"
+            est, winner, pulled = pulled_claim(best, better)
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
                            f"over {est.n} fresh runs{pulled} (not confirmed above the {self.space.stop.win:.0%} win bar "
                            f"at the family-wise confidence){self.unconfirmed_higher(eligible, best, cut_short)}",
