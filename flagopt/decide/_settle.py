@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,20 +45,24 @@ def settling(arms: Sequence[Arm], in_flight: Sequence[Plan], *, room: int) -> Pl
     return None
 
 
-def pulled_claim(pick: Arm, confirmed: Sequence[Arm]) -> tuple[stats.ArmEstimate, dict[str, Any], str]:
+def pulled_claim(pick: Arm, raced: Sequence[Arm]) -> tuple[stats.ArmEstimate, dict[str, Any], str]:
     """A budget pick's claim, its verdict summary and the words that say how it was read: its fresh runs' gain pulled
-    toward the other ``confirmed`` arms' (:func:`flagopt.stats.shrunk_for_selection`).
+    toward the fresh-run gains of the other ``raced`` arms (every arm with a claim: the pick was made among them;
+    :func:`flagopt.stats.shrunk_for_selection`).
 
-    Its fresh runs chose it too where they read highest of several arms they cannot tell apart (rand-below-1024:
-    eight confirmed arms of true +3.4 to +3.8 %, the pick's five fresh runs +5.1 % [+4.2, +5.9], true +3.8 %). The
-    summary keeps their own reading under ``selection``.
+    Its fresh runs chose it too: they confirmed it where others' did not, and read highest of those they cannot tell
+    apart (rand-below-1024: eight confirmed arms of true +3.4 to +3.8 %, the pick's five fresh runs +5.1 % [+4.2,
+    +5.9], true +3.8 %; below5 at 3 % run noise, seed 15: the one arm confirmed, +7.1 % [+2.9, +11.2], true +3.5 %).
+    The summary keeps their own reading under ``selection``.
     """
     own = pick.claim
     assert own is not None
-    est = stats.shrunk_for_selection([a.claim for a in confirmed], list(confirmed).index(pick))
+    others = [a.claim for a in raced if a is not pick and a.claim is not None and math.isfinite(a.claim.se)
+              and a.claim.se > 0]
+    est = stats.shrunk_for_selection([own, *others], 0)
     if est.gain >= own.gain:
         return own, arm_summary(pick), ""
     summary = {**arm_summary(pick), "gain": est.gain, "ci": [est.lo, est.hi],
-               "selection": {"among": len(confirmed), "fresh_runs_gain": own.gain, "fresh_runs_ci": [own.lo, own.hi]}}
-    return est, summary, (f", read {own.gain:+.1%} by them and pulled toward the {len(confirmed) - 1} other confirmed "
-                          "configurations their spread cannot tell apart from it")
+               "selection": {"among": len(others) + 1, "fresh_runs_gain": own.gain, "fresh_runs_ci": [own.lo, own.hi]}}
+    return est, summary, (f", read {own.gain:+.1%} by them and pulled toward the {len(others)} other configurations "
+                          "re-run beside it, as far as their spread does not tell them apart")
