@@ -47,8 +47,8 @@ def settling(arms: Sequence[Arm], in_flight: Sequence[Plan], *, room: int) -> Pl
 
 def pulled_claim(pick: Arm, raced: Sequence[Arm]) -> tuple[stats.ArmEstimate, dict[str, Any], str]:
     """A budget pick's claim, its verdict summary and the words that say how it was read: its fresh runs' gain pulled
-    toward the fresh-run gains of the other ``raced`` arms (every arm with a claim: the pick was made among them;
-    :func:`flagopt.stats.shrunk_for_selection`).
+    toward its rivals': the other ``raced`` arms (every arm with a claim: the pick was made among them) whose interval
+    reaches its own (:func:`flagopt.stats.shrunk_for_selection`).
 
     Its fresh runs chose it too: they confirmed it where others' did not, and read highest of those they cannot tell
     apart (rand-below-1024: eight confirmed arms of true +3.4 to +3.8 %, the pick's five fresh runs +5.1 % [+4.2,
@@ -58,11 +58,11 @@ def pulled_claim(pick: Arm, raced: Sequence[Arm]) -> tuple[stats.ArmEstimate, di
     own = pick.claim
     assert own is not None
     others = [a.claim for a in raced if a is not pick and a.claim is not None and math.isfinite(a.claim.se)
-              and a.claim.se > 0]
+              and a.claim.se > 0 and a.claim.hi >= own.lo]  # its rivals: the arms its runs cannot tell it apart from
     est = stats.shrunk_for_selection([own, *others], 0)
     if est.gain >= own.gain:
         return own, arm_summary(pick), ""
     summary = {**arm_summary(pick), "gain": est.gain, "ci": [est.lo, est.hi],
                "selection": {"among": len(others) + 1, "fresh_runs_gain": own.gain, "fresh_runs_ci": [own.lo, own.hi]}}
-    return est, summary, (f", read {own.gain:+.1%} by them and pulled toward the {len(others)} other configurations "
-                          "re-run beside it, as far as their spread does not tell them apart")
+    return est, summary, (f", read {own.gain:+.1%} by them and pulled toward the {len(others)} other re-run "
+                          "configurations their runs cannot tell apart from it")

@@ -265,7 +265,7 @@ class Stopping:
             # largest fresh-run claim of several is high by selection (rand-below: four budget picks of true +1.6 to
             # +1.9 % claimed +2.7 to +3.2 %, outside their intervals, once the intervals came from every run).
             best = max(better, key=self.predicted)
-            # Its claim is pulled toward every arm re-run beside it: it was picked among them (pulled_claim)
+            # Its claim is pulled toward its rivals among the arms re-run beside it: it was picked among them
             pool = [a for a in eligible if a.claim is not None and a.n > 1]
             est, winner, pulled = pulled_claim(best, pool)
             return Verdict(reason, f"{why}; best confirmed: {best.label} {est.gain:+.1%} [{est.lo:+.1%}, {est.hi:+.1%}] "
