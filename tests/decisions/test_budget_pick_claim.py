@@ -1,9 +1,9 @@
-"""A budget pick is read where its fresh runs read highest of several confirmed arms they cannot tell apart; its
-claim is pulled toward theirs (flagopt.stats.shrunk_for_selection), and every reader shows the pulled claim.
+"""A budget pick is read where its fresh runs confirmed it and read highest of arms they cannot tell apart; its claim
+is pulled toward its rivals' (flagopt.decide._settle.pulled_claim), and every reader shows the pulled claim.
 
 below5's truth: several +1 to +3.8 % configurations and no +5 % winner. A 60-run study ends on its budget with a
-handful of confirmed arms; on seeds 0-29 and 1000-1029 of the benchmark the pick's own fresh runs read +0.1 pp above
-its truth on average, the pulled claims -0.2 pp (docs/benchmark-decisions.md, seventy-second-session note).
+handful of confirmed arms; on seeds 1000-1029 the picks' own fresh runs read +0.12 pp above the truth on average, the
+pulled claims -0.19 pp (docs/benchmark-decisions.md, seventy-second-session note).
 """
 
 from __future__ import annotations
