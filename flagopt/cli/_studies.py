@@ -25,7 +25,7 @@ class StudyLine:
     runs: int
     running: int
     verdict: str  # the verdict's reason (winner, null, budget, ...), "running" or "none yet"
-    best: str  # the winner, else the best arm so far with its interval and verdict
+    best: str  # the recommendation; "none recommended" once a verdict recommends nothing; while it runs, the best arm
     message: str  # the verdict's sentence
 
 
@@ -48,6 +48,10 @@ def study_line(study: optuna.Study, storage: str | None) -> StudyLine:
     verdict = data.verdict or {}
     winner = verdict.get("winner") or {}
     best = st.best
+    if verdict.get("reason") and not winner:
+        # A finished study that recommends nothing: its best arm is the noise a null or inconclusive verdict rules
+        # out (the demo on a busy CPU listed "+46.60 % [+13.57, +79.63]" beside its `inconclusive` verdict)
+        best = "none recommended"
     if winner:
         ci = winner.get("ci") or [None, None]
         best = f"{winner.get('label')} {100 * winner['gain']:+.2f} %" + (
