@@ -47,15 +47,17 @@ def study_line(study: optuna.Study, storage: str | None) -> StudyLine:
     st = study_status(data)
     verdict = data.verdict or {}
     winner = verdict.get("winner") or {}
-    best = st.best
-    if verdict.get("reason") and not winner:
-        # A finished study that recommends nothing: its best arm is the noise a null or inconclusive verdict rules
-        # out (the demo on a busy CPU listed "+46.60 % [+13.57, +79.63]" beside its `inconclusive` verdict)
-        best = "none recommended"
     if winner:
         ci = winner.get("ci") or [None, None]
         best = f"{winner.get('label')} {100 * winner['gain']:+.2f} %" + (
             f" [{100 * ci[0]:+.2f}, {100 * ci[1]:+.2f}]" if None not in ci else "") + " (confirmed)"
+    elif verdict.get("reason"):
+        # A finished study that recommends nothing: its best arm is the noise a null or inconclusive verdict rules
+        # out (the demo on a busy CPU listed "+46.60 % [+13.57, +79.63]" beside its `inconclusive` verdict). `status`
+        # keeps showing it as the best so far: that reader names it so.
+        best = "none recommended"
+    else:
+        best = st.best
     runs = sum(1 for r in data.records if r.status not in ("invalid", "running"))
     running = len(st.running)
     reason = verdict.get("reason") or ("running" if running else "none yet")
