@@ -206,12 +206,23 @@ def refine_values(param: Param, measured: Mapping[Scalar, float], deployed: str 
     out: list[Scalar] = []
     for j in sides:
         if 0 <= j < len(ordered):
-            a, b = float(best), float(ordered[j])
-            mid = math.sqrt(a * b) if param.log and a > 0 and b > 0 else (a + b) / 2.0
-            value = _cast(param, mid)
+            value = halfway(param, best, ordered[j])
             if value not in measured and not same_value(param, value, deployed) and value not in out:
                 out.append(value)
     return out
+
+
+def halfway(param: Param, a: Scalar, b: Scalar) -> Scalar:
+    """The value of numeric ``param`` halfway between ``a`` and ``b``: geometric on a log scale, on its step.
+
+    Example:
+        >>> ag = Param("ag", "xla", "xla_gpu_all_gather_combine_threshold_bytes", type="int", low=2**20, high=2**33,
+        ...            log=True)
+        >>> halfway(ag, 2**29, 2**30)
+        759250125
+    """
+    x, y = float(a), float(b)  # type: ignore[arg-type]
+    return _cast(param, math.sqrt(x * y) if param.log and x > 0 and y > 0 else (x + y) / 2.0)
 
 
 def refinements(params: Sequence[Param], measured: Mapping[str, Mapping[Scalar, float]],

@@ -1,7 +1,8 @@
 """Moves around the best configuration: a numeric setting moved to its better neighbour or past a worse one (a short
-line search), a categorical one swapped for a close rival or, once, for a value worse alone; and, before any
-contender, the best combination with a categorical setting swapped; before any winner, the model's combination
-without each part where it measured clearly below its best part (statistics.md §10). Part of the planner through
+line search), or halfway toward a better one that fails in its company (a bisection toward that cliff, statistics.md
+§12), a categorical one swapped for a close rival or, once, for a value worse alone; and, before any contender, the
+best combination with a categorical setting swapped; before any winner, the model's combination without each part
+where it measured clearly below its best part (statistics.md §10). Part of the planner through
 :class:`~flagopt.decide._proposals.Proposals`."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from flagopt.decide import _design as design
 from flagopt.decide._arms import Arm
 from flagopt.decide._blame import Blame, blamed_by
+from flagopt.decide._grid import halfway
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import COMBINATION, DROPPED, asked_settings, varied_param
 from flagopt.decide._runs import RunRecord
@@ -51,7 +53,8 @@ class Moves:
         """A numeric param of the winner ``base`` moved one step to its better measured neighbour (not the deployed value:
         dropping the setting is the drop-one variant's question), past a worse one to a value the runs show clearly
         better, or a categorical one swapped for another value
-        (:meth:`_rival`): ``(name, value, design)``, the design ``move-one`` or ``swap-one``.
+        (:meth:`_rival`): ``(name, value, design)``, the design ``move-one`` or ``swap-one``. Where the better
+        neighbour fails beside the rest of ``base``, the move goes halfway toward it instead (:meth:`_toward_cliff`).
 
         Its value came from single probes a run's noise apart (pp64: an overlap limit of 4 measured once +6.3 %,
         true +3.5 %, beat 3, true +5.0 %; the winner kept it in 6 of 30 seeds, 1.6-1.8 pp short of the best). The
@@ -116,6 +119,35 @@ class Moves:
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
             if target is not None and untried(name, target):
                 return name, target, "move-one"
+            if target is not None and blamed_by(blames, {**base, name: target}) is not None:
+                step = self._toward_cliff(base, name, target, blames, order, untried)
+                if step is not None:
+                    return name, step, "move-one"
+        return None
+
+    def _toward_cliff(self, base: dict[str, Any], name: str, target: Any, blames: Sequence[Blame],
+                      measured: Sequence[float], untried: Callable[[str, Any], bool]) -> Any:
+        """A step of numeric param ``name`` from its value in ``base`` toward ``target``, a better value that fails
+        beside the rest of ``base`` (each ran alone; together they run out of memory): the best value in that company
+        lies before the nearest cliff the blames draw, so bisect, from the measured value nearest that cliff, past
+        steps already run; ``None`` when none is left between.
+
+        stress-combo-oom: a +4 % threshold (2 GiB alone) and pipelining run out of memory together from 1 GiB; the
+        study kept 512 MiB beside pipelining, 1.8 points below 1 GiB - 1 byte.
+        """
+        param, value, moved = self.space.param(name), float(base[name]), {**base, name: target}
+        cliffs = [float(v) for b in blames if b.covers(name, target) or b.company and b.covers_all(moved)
+                  for n, v, _ in b.members() if n == name]
+        edge = min(cliffs, key=lambda c: abs(c - value), default=float(target))
+        lo, hi = sorted((value, edge))
+        start = max((u for u in measured if lo < u < hi), key=lambda u: -abs(u - edge), default=float(value))
+        for _ in range(4):
+            step = halfway(param, start, edge)
+            if float(step) in (start, edge):
+                return None
+            if untried(name, step):
+                return step
+            start = float(step)
         return None
 
     def _rival(self, model: EffectsModel, base: dict[str, Any], name: str, done: Counter,

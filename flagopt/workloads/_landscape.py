@@ -242,7 +242,8 @@ class Landscape:
         pooled = self.pool["hides"] if self.pool else ()
         coupled = {n for item in (*self.interactions, *self.ooms, *pooled) for n in item["when"]}
         chosen = self.resolve({})
-        settable = {n: p.candidates() if n not in self.unknown_flags else [chosen[n]] for n, p in self.params.items()}
+        settable = {n: p.candidates(self._oom_edges(n)) if n not in self.unknown_flags else [chosen[n]]
+                    for n, p in self.params.items()}
         for name in set(self.params) - coupled:
             param, current = self.params[name], chosen[name]
             # on a tie the deployed value stays: "change nothing" is the answer of a flat landscape
@@ -260,6 +261,20 @@ class Landscape:
                 best_key, best_combo = key, combo
         chosen.update(zip(names, best_combo, strict=True))
         return Best(settings=chosen, gain=self.true_gain(chosen, on_baseline=False))
+
+    def _oom_edges(self, name: str) -> tuple[float, ...]:
+        """The last values of numeric param ``name`` before each OOM rule's ``ge`` / ``le`` bound on it (a threshold
+        one byte below the size that runs out of memory), which a sampler can pick and a grid misses."""
+        param, edges = self.params[name], []
+        for rule in self.ooms:
+            cond = rule["when"].get(name)
+            if not isinstance(cond, Mapping) or param.type not in ("int", "float"):
+                continue
+            if "ge" in cond:
+                edges.append(cond["ge"] - 1 if param.type == "int" else math.nextafter(float(cond["ge"]), -math.inf))
+            if "le" in cond:
+                edges.append(cond["le"] + 1 if param.type == "int" else math.nextafter(float(cond["le"]), math.inf))
+        return tuple(edges)
 
     def space_params(self) -> dict[str, dict[str, Any]]:
         """Search-space entries (no truth) per param: target, type, range or choices, default."""

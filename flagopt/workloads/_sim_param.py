@@ -64,19 +64,34 @@ class SimParam:
             values = [float(v) for v in np.linspace(self.low or 0.0, self.high or 0.0, 9)]
         return tuple(dict.fromkeys([*values, self.default]))
 
-    def candidates(self) -> tuple[Value, ...]:
-        """:meth:`grid` plus, for an int with a bubble, the integers around the bubble's continuous optimum.
+    def candidates(self, edges: tuple[float, ...] = ()) -> tuple[Value, ...]:
+        """:meth:`grid` plus, for a numeric param, the values a sampler can pick that beat every grid point: the
+        integers around a bubble's continuous optimum, a bump's centre, and ``edges`` (the last values before an
+        OOM cliff, which :meth:`Landscape.best` passes) inside the range.
 
-        The search space lets a sampler pick any integer (27 microbatches), so the true best must consider it:
-        the bubble factor is unimodal in the count, its optimum ``sqrt((stages - 1) / overhead)``.
+        The search space lets a sampler pick any integer (27 microbatches, a threshold one byte below the size
+        that runs out of memory), so the true best must consider it: the bubble factor is unimodal in the count,
+        its optimum ``sqrt((stages - 1) / overhead)``; a bump peaks at its centre.
+
+        Example:
+            >>> bump = {"bump": {"center": 100_000_000, "width": 1.0, "height": 0.05}}
+            >>> p = SimParam("t", "xla", "int", 1 << 20, low=1 << 20, high=1 << 30, log=True, effect=bump)
+            >>> [v for v in p.candidates(edges=(536870911,)) if v not in p.grid()]
+            [536870911, 100000000]
         """
         values = list(self.grid())
-        bubble = (self.effect or {}).get("bubble")
-        if bubble and self.type == "int" and self.low is not None and self.high is not None:
-            peak = math.sqrt((float(bubble["stages"]) - 1.0) / float(bubble["overhead"]))
-            for v in (math.floor(peak), math.ceil(peak)):
-                if self.low <= v <= self.high:
-                    values.append(int(v))
+        if self.type not in ("int", "float") or self.low is None or self.high is None:
+            return tuple(dict.fromkeys(values))
+        effect = self.effect or {}
+        extra: list[float] = list(edges)
+        if "bubble" in effect and self.type == "int":
+            peak = math.sqrt((float(effect["bubble"]["stages"]) - 1.0) / float(effect["bubble"]["overhead"]))
+            extra += [math.floor(peak), math.ceil(peak)]
+        if "bump" in effect:
+            extra.append(float(effect["bump"]["center"]))
+        for v in extra:
+            if self.low <= v <= self.high:
+                values.append(int(round(v)) if self.type == "int" else float(v))
         return tuple(dict.fromkeys(values))
 
     def factor(self, value: Value) -> float:

@@ -180,8 +180,9 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-cat-pair": "win", "stress-hidden-pair": "win", "stress-winner-pair": "win",
                      "stress-costly-mask": "win", "stress-recipe-partner": "win", "stress-conflict": "win",
                      "stress-row-conflict": "win", "stress-fsdp-pool": "win", "stress-tp-pair": "win",
-                     "stress-below-three": "below"}
-    assert nulls == {"stress-null-wide"}
+                     "stress-below-three": "below", "stress-pp-mb-pair": "win", "stress-recipe-pool": "win",
+                     "stress-null-shift": "null", "stress-flaky-cliff": "win", "stress-cliff-off-grid": "win"}
+    assert nulls == {"stress-null-wide", "stress-null-shift"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
     assert widths["stress-huge"] == 20
@@ -251,3 +252,24 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
     limit = {"xla_gpu_experimental_parallel_collective_overlap_limit": 2}
     pag = {"xla_gpu_enable_pipelined_all_gather": True}
     assert (1 + pool.true_gain({**limit, **pag})) < (1 + pool.true_gain(limit)) * (1 + pool.true_gain(pag)) - 0.003
+    # the pipeline pair: p2p costs alone and pays only at 32 microbatches or more
+    pp = load_landscape("stress-pp-mb-pair", stress)
+    mb, p2p = "num_pipeline_microbatches", {"xla_gpu_enable_pipelined_p2p": True}
+    assert pp.true_gain(p2p) < 0 < pp.true_gain({**p2p, mb: 32}) - pp.true_gain({mb: 32}) - 0.02
+    assert pp.oom_bytes({mb: 128}) is not None and pp.best().settings["xla_gpu_enable_pipelined_p2p"] is True
+    # the recipe pool: Triton GEMMs off cost alone and pay inside the recipe; the best is the recipe plus overlap 2
+    rp = load_landscape("stress-recipe-pool", stress)
+    own = {"xla_gpu_enable_triton_gemm": False}
+    assert rp.true_gain(own) < 0 and rp.best().settings["xla_gpu_enable_triton_gemm"] is False
+    assert rp.best().settings["xla_gpu_experimental_parallel_collective_overlap_limit"] == 2
+    # the cliffs in company: remat off and the threshold run alone and fail together from 1 GiB (1.5 GiB off-grid);
+    # the true best sets both, one byte below that cliff, on flaky infrastructure
+    for name, cliff in (("stress-flaky-cliff", 2**30), ("stress-cliff-off-grid", 3 * 2**29)):
+        land = load_landscape(name, stress)
+        best = land.best().settings
+        assert best["xla_disable_hlo_passes"] == "rematerialization" and land.flaky
+        assert best["xla_gpu_all_gather_combine_threshold_bytes"] == cliff - 1
+        assert land.oom_bytes({"xla_disable_hlo_passes": "rematerialization",
+                               "xla_gpu_all_gather_combine_threshold_bytes": cliff}) is not None
+    shift = load_landscape("stress-null-shift", stress)
+    assert shift.drift_model["shift"] < 0 and shift.best().gain == 0.0

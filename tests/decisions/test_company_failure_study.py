@@ -4,7 +4,8 @@ The real driver on a simulated job (SimExecutor), stress-combo-oom of benchmarks
 all-gather threshold (best at 2 GiB alone) and a +3 % pipelined all-gather each run fine alone and run out of memory
 together from 1 GiB up. Blamed one setting at a time, neither was ever blamed: the study proposed combinations with
 both again and again (9 failed launches a study for a reason an earlier one showed) and never ran the pair below the
-cliff, the true best.
+cliff, the true best. Once blamed together, the threshold kept the grid point below the cliff (512 MiB, +5.9 %)
+until a move-one step bisected toward it (1 GiB - 1 byte is the true best, +7.8 %).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ def test_a_pair_that_fails_together_is_not_run_together_again_and_the_study_find
     assert both_below, "the model's proposals never ran the pair below the cliff"
     assert verdict is not None and verdict.winner is not None
     assert verdict.winner["settings"]["xla"].get(PIPE) is True
+    # 1 GiB, the threshold's better neighbour, fails beside pipelining: the move-one step goes halfway toward that
+    # cliff, off every grid point, and the winner keeps a threshold above the 512 MiB that ran below it
+    bisected = [r for r in records if r.ok and r.attrs.get("design") == "move-one"
+                and r.attrs["settings"]["xla"].get(PIPE) is True
+                and 2**29 < r.attrs["settings"]["xla"].get(AG, 0) < 2**30]
+    assert bisected, "no move-one step went between the threshold that ran beside pipelining and the cliff"
+    assert verdict.winner["settings"]["xla"][AG] > 2**29, verdict.winner
     # the report's negative findings name both settings of each pair, as not tried together again
     negative = report_data(study_data(f"sqlite:///{tmp_path}/s.db", runner.study.study_name)).negative
     together = [line for line in negative if "not tried together again" in line]

@@ -195,6 +195,19 @@ def test_issue_12_landscapes_have_their_defining_shapes() -> None:
     assert 0.035 <= load_landscape("below5").best().gain <= 0.045
 
 
+def test_the_true_best_takes_the_last_value_before_a_cliff_no_grid_point_reaches() -> None:
+    """stress-combo-oom: the threshold (best alone at 2 GiB) and pipelining run out of memory together from 1 GiB.
+    A sampler or a line search can set 1 GiB - 1 byte beside pipelining; a best over powers of two kept 512 MiB and
+    put the truth 1.8 points low (a study that found the edge read as a negative regret)."""
+    stress = Path(__file__).resolve().parents[2] / "benchmarks" / "stress_landscapes.yaml"
+    land = load_landscape("stress-combo-oom", str(stress))
+    pipe = "xla_gpu_enable_pipelined_all_gather"
+    best = land.best()
+    assert best.settings[AG] == GiB - 1 and best.settings[pipe] is True
+    assert land.oom_bytes({**best.settings, AG: GiB}) is not None and land.oom_bytes(best.settings) is None
+    assert best.gain > land.true_gain({**best.settings, AG: GiB // 2}) + 0.015
+
+
 def test_a_landscape_from_another_file_by_argument_or_environment(tmp_path: Path) -> None:
     other = tmp_path / "other.yaml"
     text = (Path(__file__).resolve().parents[2] / "flagopt/workloads/landscapes.yaml").read_text()
