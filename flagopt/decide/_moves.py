@@ -119,10 +119,9 @@ class Moves:
             target = next((v for v in model.values.get(name, ()) if float(v) == best), None)
             if target is not None and untried(name, target):
                 return name, target, "move-one"
-            if target is not None and blamed_by(blames, {**base, name: target}) is not None:
-                step = self._toward_cliff(base, name, target, blames, order, untried)
-                if step is not None:
-                    return name, step, "move-one"
+            step = self._toward_cliff(base, name, target, blames, order, untried) if target is not None else None
+            if step is not None:
+                return name, step, "move-one"
         return None
 
     def _toward_cliff(self, base: dict[str, Any], name: str, target: Any, blames: Sequence[Blame],
@@ -130,7 +129,7 @@ class Moves:
         """A step of numeric param ``name`` from its value in ``base`` toward ``target``, a better value that fails
         beside the rest of ``base`` (each ran alone; together they run out of memory): the best value in that company
         lies before the nearest cliff the blames draw, so bisect, from the measured value nearest that cliff, past
-        steps already run; ``None`` when none is left between.
+        steps already run; ``None`` when no blame stops ``target`` there or no value is left between.
 
         stress-combo-oom: a +4 % threshold (2 GiB alone) and pipelining run out of memory together from 1 GiB; the
         study kept 512 MiB beside pipelining, 1.8 points below 1 GiB - 1 byte.
@@ -138,9 +137,11 @@ class Moves:
         param, value, moved = self.space.param(name), float(base[name]), {**base, name: target}
         cliffs = [float(v) for b in blames if b.covers(name, target) or b.company and b.covers_all(moved)
                   for n, v, _ in b.members() if n == name]
-        edge = min(cliffs, key=lambda c: abs(c - value), default=float(target))
+        if not cliffs:
+            return None
+        edge = min(cliffs, key=lambda c: abs(c - value))
         lo, hi = sorted((value, edge))
-        start = max((u for u in measured if lo < u < hi), key=lambda u: -abs(u - edge), default=float(value))
+        start = min((u for u in measured if lo < u < hi), key=lambda u: abs(u - edge), default=value)
         for _ in range(4):
             step = halfway(param, start, edge)
             if float(step) in (start, edge):

@@ -266,9 +266,11 @@ class Landscape:
         """The last values of numeric param ``name`` before each OOM rule's ``ge`` / ``le`` bound on it (a threshold
         one byte below the size that runs out of memory), which a sampler can pick and a grid misses."""
         param, edges = self.params[name], []
+        if param.type not in ("int", "float"):
+            return ()
         for rule in self.ooms:
             cond = rule["when"].get(name)
-            if not isinstance(cond, Mapping) or param.type not in ("int", "float"):
+            if not isinstance(cond, Mapping):
                 continue
             if "ge" in cond:
                 edges.append(cond["ge"] - 1 if param.type == "int" else math.nextafter(float(cond["ge"]), -math.inf))
