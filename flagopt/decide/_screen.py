@@ -187,6 +187,13 @@ class Screen(Proposals, PairRows):
                     design.setting_label(n, v) for n, v in extra.items()))
                 if config is not None:
                     return config, f"what the model predicts could still be added to {best.label}", "add-one"
+            if (cliff := self.below_cliff(model, base, blames, records)) is not None:
+                name, value, moved, step = cliff
+                config = fresh({**base, name: value, moved: step}, variant_label(
+                    f"{best.label} + {design.setting_label(name, value)}", space.param(moved), step))
+                if config is not None:
+                    return config, f"can {name} join {best.label} with {moved} short of the cliff they fail at?", \
+                        "move-one"
         around = None
         if (leader is not None or settings) and model is not None:
             # Around the winner, and already around a contender (a combination near the win bar): its values came

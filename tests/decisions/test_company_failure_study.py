@@ -52,3 +52,20 @@ def test_a_pair_that_fails_together_is_not_run_together_again_and_the_study_find
     negative = report_data(study_data(f"sqlite:///{tmp_path}/s.db", runner.study.study_name)).negative
     together = [line for line in negative if "not tried together again" in line]
     assert len(together) == len(pairs) and all(AG in line and PIPE in line for line in together), negative
+
+
+def test_a_setting_that_fails_beside_the_best_threshold_joins_it_with_the_threshold_short_of_the_cliff(tmp_path):
+    # Seed 340008: the best configuration the screen measured keeps 2 GiB without pipelining, and the add-one of
+    # pipelining is blamed beside it. The study adds pipelining with the threshold halved toward the cliff from the
+    # largest value short of it (512 MiB, halfway from 256 MiB to 1 GiB), then bisects on; before this step the
+    # winner kept 2 GiB without pipelining (+5.5 % of a best +7.8 %).
+    land = load_landscape("stress-combo-oom", STRESS)
+    runner, verdict = run_study(land, tmp_path, 340008)
+    records = runner.records()
+    joined = [r for r in records if r.ok and r.attrs.get("design") == "move-one"
+              and " + " + PIPE + "=true with " + AG + "=" in str(r.profile)]
+    assert joined, [(r.number, r.attrs.get("design"), r.profile) for r in records]
+    xla = joined[0].attrs["settings"]["xla"]
+    assert xla[PIPE] is True and 2**28 < xla[AG] < 2**30, xla
+    assert verdict is not None and verdict.winner is not None
+    assert verdict.winner["settings"]["xla"].get(PIPE) is True and verdict.winner["settings"]["xla"][AG] > 2**29
