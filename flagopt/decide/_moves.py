@@ -19,7 +19,7 @@ from flagopt.decide._grid import halfway
 from flagopt.decide._model import EffectsModel
 from flagopt.decide._plan import COMBINATION, DROPPED, asked_settings, varied_param
 from flagopt.decide._runs import RunRecord
-from flagopt.space import Param, Space
+from flagopt.space import Param, Space, render_value
 
 #: At most this many move-one variants a study (a numeric param of the winner moved to its neighbour, a categorical
 #: one swapped for a close rival): a short line search, bounded like the model's proposals.
@@ -154,11 +154,12 @@ class Moves:
 
     def below_cliff(self, model: EffectsModel, base: dict[str, Any], blames: Sequence[Blame],
                     records: Sequence[RunRecord]) -> tuple[str, Any, str, Any] | None:
-        """A setting the model would add to ``base`` that fails beside one of its numeric settings (blamed in
-        company), added with that setting moved short of the cliff: ``(added, value, moved, step)``, where ``step`` is
-        halfway from the measured value nearest the cliff on its safe side toward it, as an engineer halves a
-        threshold that ran out of memory beside a new flag. One of the study's ``MAX_MOVES``; tried where the model
-        predicts it gains half a sigma over ``base`` (the step's effect read halfway between its two measured ends).
+        """A value the model prefers to ``base``'s (a setting to add, or a better value of one it sets) that fails
+        beside one of ``base``'s numeric settings (blamed in company), set with that setting moved short of the
+        cliff: ``(name, value, moved, step)``, ``step`` halfway toward the cliff from the measured value nearest it on
+        its safe side, as an engineer halves a threshold that ran out of memory beside a new flag; once such a step
+        failed, from the largest value known to run beside ``name=value``. One of the study's ``MAX_MOVES``, tried
+        where the model predicts half a sigma over ``base`` (the step's effect read halfway between its ends).
         The move-one then bisects on toward the cliff (:meth:`_toward_cliff`).
 
         stress-combo-oom: a 2 GiB threshold (+4 % alone) ran out of memory beside pipelining (+3 %) from 1 GiB, and
@@ -168,18 +169,26 @@ class Moves:
         if done["move-one"] >= MAX_MOVES:
             return None
         run = {r.config_key for r in records}
-        additions = sorted(model.best_values().items(), key=lambda item: (-item[1][1], item[0]))
-        for name, (value, effect, _) in additions:
+        ran = [(r, design.settings_of_record(self.space, r.attrs.get("settings") or {})) for r in records
+               if r.config_key and not r.is_baseline and not r.stopped_with_driver]
+        for name, (value, effect, _) in sorted(model.best_values().items(), key=lambda kv: (-kv[1][1], kv[0])):
             grown = {**base, name: value}
-            if name in base or effect <= 0.0 or blamed_by(blames, {name: value}) is not None:
+            gain = effect - (model.effect(name, base[name])[0] if name in base else 0.0)
+            if gain <= 0.0 or blamed_by(blames, {name: value}) is not None:
                 continue
             for blame in (b for b in blames if b.company and b.covers_all(grown)):
                 for moved, edge, direction in blame.members():
                     if moved == name or not direction or moved not in base or not _number(base[moved]) \
                             or not _number(edge):
                         continue
-                    safe = [float(v) for v in model.values.get(moved, ()) if _number(v)] \
-                        + _as_number(self.deployed.get(moved))
+                    deployed = _as_number(self.deployed.get(moved))
+                    beside = [(r, float(s.get(moved, deployed[0] if deployed else math.nan))) for r, s in ran
+                              if name in s and render_value(s[name]) == render_value(value)]
+                    measured = {float(v): model.effect(moved, v)[0] for v in model.values.get(moved, ()) if _number(v)}
+                    if any(not r.ok and r.attrs.get("design") == "move-one" for r, _ in beside):
+                        safe = [u for r, u in beside if r.ok]  # a step failed: bisect from what ran beside it
+                    else:
+                        safe = [*measured, *deployed]
                     safe = [u for u in safe if (u - float(edge)) * direction < 0]
                     if not safe:
                         continue
@@ -191,9 +200,8 @@ class Moves:
                     key = design.config_of_settings(self.space, moved_to, kind="probe", profile="").config_key
                     if key in run or blamed_by(blames, moved_to) is not None:
                         continue
-                    measured = {float(v): model.effect(moved, v)[0] for v in model.values.get(moved, ()) if _number(v)}
                     ends = [measured.get(u, 0.0) for u in (start, float(edge)) if u in measured or u == start]
-                    if effect + sum(ends) / len(ends) - model.effect(moved, base[moved])[0] > self._sigma / 2.0:
+                    if gain + sum(ends) / len(ends) - model.effect(moved, base[moved])[0] > self._sigma / 2.0:
                         return name, value, moved, step
         return None
 

@@ -181,7 +181,8 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-costly-mask": "win", "stress-recipe-partner": "win", "stress-conflict": "win",
                      "stress-row-conflict": "win", "stress-fsdp-pool": "win", "stress-tp-pair": "win",
                      "stress-below-three": "below", "stress-pp-mb-pair": "win", "stress-recipe-pool": "win",
-                     "stress-null-shift": "null", "stress-flaky-cliff": "win", "stress-cliff-off-grid": "win"}
+                     "stress-null-shift": "null", "stress-flaky-cliff": "win", "stress-cliff-off-grid": "win",
+                     "stress-remat-batch": "win", "stress-remat-batch-stated": "win", "stress-rs-company": "win"}
     assert nulls == {"stress-null-wide", "stress-null-shift"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -271,5 +272,18 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
         assert best["xla_gpu_all_gather_combine_threshold_bytes"] == cliff - 1
         assert land.oom_bytes({"xla_disable_hlo_passes": "rematerialization",
                                "xla_gpu_all_gather_combine_threshold_bytes": cliff}) is not None
+    # a setting that pays alone and fails beside the best value of a numeric one: the true best sets it, with the
+    # numeric setting one step short of that cliff (a batch of 7 below 8; a threshold one byte below 1.5 GiB)
+    for name, numeric, added, cliff in (("stress-remat-batch", "per_device_batch_size", ("remat_policy", "minimal"), 8),
+                                        ("stress-remat-batch-stated", "per_device_batch_size",
+                                         ("remat_policy", "minimal"), 8),
+                                        ("stress-rs-company", "xla_gpu_reduce_scatter_combine_threshold_bytes",
+                                         ("xla_gpu_enable_pipelined_reduce_scatter", True), 3 * 2**29)):
+        land = load_landscape(name, stress)
+        best = land.best().settings
+        assert best[added[0]] == added[1] and best[numeric] == cliff - 1
+        assert land.oom_bytes({added[0]: added[1], numeric: cliff}) is not None and land.oom_bytes({numeric: cliff}) is None
+        assert land.true_gain({numeric: 2 * cliff}) > land.true_gain({numeric: cliff - 1})  # alone, past it pays more
+    assert load_landscape("stress-remat-batch-stated", stress).baseline == {"per_device_batch_size": 2}
     shift = load_landscape("stress-null-shift", stress)
     assert shift.drift_model["shift"] < 0 and shift.best().gain == 0.0

@@ -69,3 +69,20 @@ def test_a_setting_that_fails_beside_the_best_threshold_joins_it_with_the_thresh
     assert xla[PIPE] is True and 2**28 < xla[AG] < 2**30, xla
     assert verdict is not None and verdict.winner is not None
     assert verdict.winner["settings"]["xla"].get(PIPE) is True and verdict.winner["settings"]["xla"][AG] > 2**29
+
+
+def test_a_better_value_that_fails_beside_the_batch_size_swaps_in_with_the_batch_short_of_the_cliff(tmp_path):
+    # stress-remat-batch-stated, seed 360001: a batch of 16 (+7 % alone) and the minimal remat policy (+5 % alone) run
+    # out of memory together from 8. The best measured configuration keeps another policy beside a batch of 8; the
+    # minimal one is swapped in with the batch halfway short of the cliff. Before, the study won with the other
+    # policy at a batch of 11 (true +8.8 %; the best is +11.0 %, the winner now +10.7 %).
+    land = load_landscape("stress-remat-batch-stated", STRESS)
+    runner, verdict = run_study(land, tmp_path, 360001)
+    records = runner.records()
+    swapped = [r for r in records if r.ok and r.attrs.get("design") == "move-one"
+               and " + remat_policy=minimal with per_device_batch_size=" in str(r.profile)]
+    assert swapped, [(r.number, r.attrs.get("design"), r.profile) for r in records]
+    assert swapped[0].attrs["settings"]["args"]["per_device_batch_size"] < 8
+    assert verdict is not None and verdict.winner is not None
+    args = verdict.winner["settings"]["args"]
+    assert args["remat_policy"] == "minimal" and 4 < args["per_device_batch_size"] < 8, args
