@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flagopt.space import Space, render_value
-from flagopt.decide._design import Scalar, flag_of, same_value, settings_of_record
+from flagopt.decide._design import Scalar, flag_of, is_number, same_value, settings_of_record
 from flagopt.decide._hangs import hangs_beyond_the_cluster
 from flagopt.decide._runs import CANCELLED, FAILED, INFEASIBLE, INVALID, RUNNING, RunRecord
 
@@ -110,13 +110,9 @@ class Blame:
 _BEYOND = {1: " (and every larger value)", -1: " (and every smaller value)"}
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _beyond(value: Scalar, blamed: Scalar, direction: int) -> bool:
     """Whether ``value`` is the blamed value, or past it in ``direction`` (a numeric blame's extension)."""
-    if direction and _is_number(value) and _is_number(blamed):
+    if direction and is_number(value) and is_number(blamed):
         return (float(value) - float(blamed)) * direction >= 0  # type: ignore[arg-type]
     return render_value(value) == render_value(blamed)
 
@@ -190,7 +186,7 @@ def blame_failures(space: Space, records: Sequence[RunRecord], deployed: Mapping
         if not side:
             return 0
         # a larger (smaller) value that ran fine bounds the cliff: blame this value alone
-        return 0 if any((float(v) - float(value)) * side > 0 for v in ok_values.get(name, ()) if _is_number(v)) \
+        return 0 if any((float(v) - float(value)) * side > 0 for v in ok_values.get(name, ()) if is_number(v)) \
             else side
 
     blames = [Blame(name, value, "unknown-flag", count, every=True) for name, (value, count) in unknown.items()]
@@ -235,7 +231,7 @@ def _in_company(failures: Sequence[tuple[str, dict[str, Scalar]]], blames: Seque
         for name, value in sorted(settings.items()):
             side = _side(params.get(name), value, deployed.get(name))
             rest = {k: v for k, v in settings.items() if k != name}
-            if side and any(all(ok.get(k) == v for k, v in rest.items()) and _is_number(ok.get(name))
+            if side and any(all(ok.get(k) == v for k, v in rest.items()) and is_number(ok.get(name))
                             and (float(ok[name]) - float(value)) * side > 0 for ok in ok_settings):  # type: ignore
                 side = 0  # past it, in the same company, a run ran fine
             members.append((name, value, side))
@@ -272,7 +268,7 @@ def _same_company(members: Sequence[Member], blames: Sequence[Blame]) -> list[li
 
 def _side(param: Any, value: Scalar, deployed: str | None) -> int:
     """+1 (-1) for a numeric value above (below) the deployed one; 0 for any other."""
-    if param is None or param.choices is not None or not _is_number(value) or deployed is None:
+    if param is None or param.choices is not None or not is_number(value) or deployed is None:
         return 0
     try:
         return 1 if float(value) > float(deployed) else -1  # type: ignore[arg-type]

@@ -73,6 +73,24 @@ def deployed_values(space: Space, default_of: Callable[[str], Any] | None = None
     return out
 
 
+def is_number(value: object) -> bool:
+    """Whether ``value`` is a number (a boolean is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def deployed_number(deployed: str | None) -> float | None:
+    """A deployed value (as :func:`deployed_values` renders it) as a number; ``None`` where unset or not a number.
+
+    Example:
+        >>> deployed_number("31457287"), deployed_number("Ring"), deployed_number(None)
+        (31457287.0, None, None)
+    """
+    try:
+        return float(deployed) if deployed is not None else None
+    except ValueError:
+        return None
+
+
 def same_value(param: Param, value: Scalar, deployed: str | None) -> bool:
     """Whether ``value`` is what the deployed job already runs (numbers compared as numbers)."""
     if deployed is None:
@@ -153,7 +171,9 @@ def setting_label(name: str, value: Scalar) -> str:
 __all__ = [
     "changed_settings",
     "config_of_settings",
+    "deployed_number",
     "deployed_values",
+    "is_number",
     "is_own_setting",
     "probe_label",
     "same_value",

@@ -93,13 +93,9 @@ class Moves:
                     or not isinstance(value, (int, float)):
                 continue
             points = {float(v): model.effect(name, v) for v in model.values.get(name, ()) if not isinstance(v, bool)}
-            deployed, unset = self.deployed.get(name), None
-            if deployed is not None:
-                try:
-                    unset = float(deployed)
-                    points.setdefault(unset, (0.0, 0.0))
-                except ValueError:
-                    pass
+            unset = design.deployed_number(self.deployed.get(name))
+            if unset is not None:
+                points.setdefault(unset, (0.0, 0.0))
             order = sorted(points)
             if float(value) not in points:
                 continue
@@ -169,8 +165,7 @@ class Moves:
         if done["move-one"] >= MAX_MOVES:
             return None
         run = {r.config_key for r in records}
-        ran = [(r, design.settings_of_record(self.space, r.attrs.get("settings") or {})) for r in records
-               if r.config_key and not r.is_baseline and not r.stopped_with_driver]
+        ran: list[tuple[RunRecord, dict[str, Any]]] = []  # each run's settings, read once a cliff applies
         for name, (value, effect, _) in sorted(model.best_values().items(), key=lambda kv: (-kv[1][1], kv[0])):
             grown = {**base, name: value}
             gain = effect - (model.effect(name, base[name])[0] if name in base else 0.0)
@@ -178,17 +173,20 @@ class Moves:
                 continue
             for blame in (b for b in blames if b.company and b.covers_all(grown)):
                 for moved, edge, direction in blame.members():
-                    if moved == name or not direction or moved not in base or not _number(base[moved]) \
-                            or not _number(edge):
+                    if moved == name or not direction or moved not in base or not design.is_number(base[moved]) \
+                            or not design.is_number(edge):
                         continue
-                    deployed = _as_number(self.deployed.get(moved))
-                    beside = [(r, float(s.get(moved, deployed[0] if deployed else math.nan))) for r, s in ran
+                    ran = ran or [(r, design.settings_of_record(self.space, r.attrs.get("settings") or {}))
+                                  for r in records if r.config_key and not r.is_baseline and not r.stopped_with_driver]
+                    deployed = design.deployed_number(self.deployed.get(moved))
+                    beside = [(r, float(s.get(moved, math.nan if deployed is None else deployed))) for r, s in ran
                               if name in s and render_value(s[name]) == render_value(value)]
-                    measured = {float(v): model.effect(moved, v)[0] for v in model.values.get(moved, ()) if _number(v)}
+                    measured = {float(v): model.effect(moved, v)[0] for v in model.values.get(moved, ())
+                                if design.is_number(v)}
                     if any(not r.ok and r.attrs.get("design") == "move-one" for r, _ in beside):
                         safe = [u for r, u in beside if r.ok]  # a step failed: bisect from what ran beside it
                     else:
-                        safe = [*measured, *deployed]
+                        safe = [*measured, *([] if deployed is None else [deployed])]
                     safe = [u for u in safe if (u - float(edge)) * direction < 0]
                     if not safe:
                         continue
@@ -200,7 +198,9 @@ class Moves:
                     key = design.config_of_settings(self.space, moved_to, kind="probe", profile="").config_key
                     if key in run or blamed_by(blames, moved_to) is not None:
                         continue
-                    ends = [measured.get(u, 0.0) for u in (start, float(edge)) if u in measured or u == start]
+                    # the step's effect, halfway between its ends': the start's (none for the deployed value) and the
+                    # cliff's where it was measured
+                    ends = [measured.get(start, 0.0), *([measured[float(edge)]] if float(edge) in measured else [])]
                     if gain + sum(ends) / len(ends) - model.effect(moved, base[moved])[0] > self._sigma / 2.0:
                         return name, value, moved, step
         return None
@@ -299,15 +299,3 @@ def _categorical(param: Param, value: Any) -> bool:
     """Whether ``param`` is a categorical of named values (not a boolean, not numbers offered as choices)."""
     numbers = all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in param.choices or ())
     return param.choices is not None and not isinstance(value, bool) and not numbers
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _as_number(text: str | None) -> list[float]:
-    """A deployed value as a number, in a list of one (none where it is unset or not a number)."""
-    try:
-        return [float(text)] if text is not None else []
-    except ValueError:
-        return []
