@@ -91,6 +91,46 @@ def test_the_smallest_failing_set_is_blamed_and_a_run_that_ran_fine_bounds_it(tm
     assert blames_of(tmp_path, [*alone, two, rec(4, {P2P: True, AG: 2**30, DBUF: True})]) == []
 
 
+ARGS_SPACE = """
+    name: b
+    command: [python, -c, pass]
+    params:
+      batch: {arg: per_device_batch_size, type: int, low: 1, high: 32, log: true}
+      remat: {arg: remat_policy, choices: [full, minimal]}
+"""
+
+
+def test_where_the_deployed_value_is_not_stated_the_side_its_failures_alone_show_is_the_cliff_s(tmp_path):
+    """stress-remat-batch: the job's arguments leave the batch size at the framework's default. A batch of 32 fails
+    alone above every batch that ran, so larger batches are the failing side; the minimal policy failing beside a
+    batch of 16 is blamed at 16 and beyond, not below."""
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(ARGS_SPACE))
+    space = load_space(path)
+
+    def run(number: int, args: dict, status: str = "ok") -> RunRecord:
+        attrs = {"settings": {"xla": {}, "env": {}, "args": args, "libtpu": {}}}
+        if status != "ok":
+            attrs["failure_class"] = "oom"
+        return RunRecord(number, "probe", "p", f"k{number}", status, 100.0 if status == "ok" else None,
+                         float(number), 0.0 if status == "ok" else None, attrs=attrs)
+
+    ran = [run(i, {"per_device_batch_size": b}) for i, b in enumerate((1, 4, 16), 1)] + [run(4, {"remat_policy": "minimal"})]
+    company = run(6, {"per_device_batch_size": 16, "remat_policy": "minimal"}, "infeasible")
+    assert deployed_values(space)["batch"] is None
+    # without a failure alone nothing shows the side: the pair is blamed at 16 only
+    (pair,) = blame_failures(space, [*ran, company], deployed_values(space))
+    assert blamed_by([pair], {"batch": 32, "remat": "minimal"}) is None
+    alone, pair = blame_failures(space, [*ran, run(5, {"per_device_batch_size": 32}, "infeasible"), company],
+                                 deployed_values(space))
+    assert (alone.param, alone.direction) == ("batch", 1) and pair.company
+    assert blamed_by([pair], {"batch": 23, "remat": "minimal"}) is pair
+    assert blamed_by([pair], {"batch": 8, "remat": "minimal"}) is None
+    # a batch that failed alone below one that ran shows no side
+    low = blame_failures(space, [*ran, run(5, {"per_device_batch_size": 2}, "infeasible")], deployed_values(space))
+    assert [(b.value, b.direction) for b in low] == [(2, 0)]
+
+
 def test_blame_covers_only_its_own_param_and_side():
     b = Blame("ag", 2**30, "oom", failed=1, direction=-1)
     assert b.covers("ag", 2**29) and b.covers("ag", 2**30) and not b.covers("ag", 2**31)
