@@ -182,7 +182,8 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
                      "stress-row-conflict": "win", "stress-fsdp-pool": "win", "stress-tp-pair": "win",
                      "stress-below-three": "below", "stress-pp-mb-pair": "win", "stress-recipe-pool": "win",
                      "stress-null-shift": "null", "stress-flaky-cliff": "win", "stress-cliff-off-grid": "win",
-                     "stress-remat-batch": "win", "stress-remat-batch-stated": "win", "stress-rs-company": "win"}
+                     "stress-remat-batch": "win", "stress-remat-batch-stated": "win", "stress-rs-company": "win",
+                     "stress-pp-mb-unstated": "win"}
     assert nulls == {"stress-null-wide", "stress-null-shift"}
     widths = {name: len(load_landscape(name, stress).space_params()) for name in names}
     assert widths["stress-wide"] == 12 and widths["stress-below-wide"] == 10 and widths["stress-null-wide"] == 11
@@ -285,5 +286,14 @@ def test_the_stress_landscapes_are_what_their_file_says() -> None:
         assert land.oom_bytes({added[0]: added[1], numeric: cliff}) is not None and land.oom_bytes({numeric: cliff}) is None
         assert land.true_gain({numeric: 2 * cliff}) > land.true_gain({numeric: cliff - 1})  # alone, past it pays more
     assert load_landscape("stress-remat-batch-stated", stress).baseline == {"per_device_batch_size": 2}
+    # the same shape on the other side: fewer microbatches fail, alone from 2 and beside the policy from 16; neither
+    # remat job states its count or batch, so a study reads the failing side from the failures alone
+    mb = load_landscape("stress-pp-mb-unstated", stress)
+    best = mb.best().settings
+    assert best["remat_policy"] == "minimal" and best["num_pipeline_microbatches"] == 17
+    assert mb.oom_bytes({"remat_policy": "minimal", "num_pipeline_microbatches": 16}) is not None
+    assert mb.oom_bytes({"num_pipeline_microbatches": 2}) is not None and mb.oom_bytes({"num_pipeline_microbatches": 4}) is None
+    assert mb.true_gain({"num_pipeline_microbatches": 12}) > mb.true_gain({"num_pipeline_microbatches": 17})
+    assert mb.baseline == {} and load_landscape("stress-remat-batch", stress).baseline == {}
     shift = load_landscape("stress-null-shift", stress)
     assert shift.drift_model["shift"] < 0 and shift.best().gain == 0.0
