@@ -88,21 +88,26 @@ def test_a_better_value_that_fails_beside_the_batch_size_swaps_in_with_the_batch
     assert args["remat_policy"] == "minimal" and 4 < args["per_device_batch_size"] < 8, args
 
 
+def unstated_study(tmp_path, name: str, seed: int, numeric: str, side: int):
+    """The study of ``name`` at ``seed``, checked to leave ``numeric``'s deployed value unknown and to blame it on
+    ``side`` alone and in company; its records and its winner's workload arguments."""
+    runner, verdict = run_study(load_landscape(name, STRESS), tmp_path, seed)
+    planner, records = runner.planner, runner.records()
+    assert planner.deployed[numeric] is None
+    blames = planner.blames(records)
+    shown = [b.sentence() for b in blames]
+    assert any(b.param == numeric and b.direction == side and not b.company for b in blames), shown
+    assert any(b.company and any(n == numeric and d == side for n, _, d in b.members()) for b in blames), shown
+    assert verdict is not None and verdict.winner is not None
+    return records, verdict.winner["settings"]["args"]
+
+
 def test_where_the_batch_size_is_not_stated_the_policy_still_joins_a_batch_short_of_the_cliff(tmp_path):
     # stress-remat-batch, seed 360000: the job's arguments leave the batch size unstated. A batch of 32 fails alone
     # above every batch that ran, so the minimal policy failing beside 16 and 11 is blamed there and above, and the
     # combinations step down until one runs. Before, no blame had a side and the study won with another policy at a
     # batch of 16 (true +9.6 %, the best +11.0 %; 0 of 30 seeds within 1 %).
-    land = load_landscape("stress-remat-batch", STRESS)
-    runner, verdict = run_study(land, tmp_path, 360000)
-    planner, records = runner.planner, runner.records()
-    assert planner.deployed["per_device_batch_size"] is None
-    blames = planner.blames(records)
-    assert any(b.param == "per_device_batch_size" and b.direction == 1 and not b.company for b in blames), \
-        [b.sentence() for b in blames]
-    assert any(b.company and b.direction == 1 for b in blames), [b.sentence() for b in blames]
-    assert verdict is not None and verdict.winner is not None
-    args = verdict.winner["settings"]["args"]
+    _, args = unstated_study(tmp_path, "stress-remat-batch", 360000, "per_device_batch_size", 1)
     assert args["remat_policy"] == "minimal" and args["per_device_batch_size"] < 8, args
 
 
@@ -112,17 +117,9 @@ def test_where_the_microbatch_count_is_not_stated_the_failing_side_below_is_read
     # 11 and 16 is blamed there and below. The policy joins the best configuration above 16, and the move-one
     # bisects down to the cliff's last value (17). Before, the study won with another policy (true +7.6 %, the best
     # +10.2 %; 0 of 30 seeds within 1 %).
-    land = load_landscape("stress-pp-mb-unstated", STRESS)
-    runner, verdict = run_study(land, tmp_path, 390000)
-    planner, records = runner.planner, runner.records()
-    assert planner.deployed["num_pipeline_microbatches"] is None
-    blames = planner.blames(records)
-    assert any(b.param == "num_pipeline_microbatches" and b.direction == -1 and not b.company for b in blames), \
-        [b.sentence() for b in blames]
+    records, args = unstated_study(tmp_path, "stress-pp-mb-unstated", 390000, "num_pipeline_microbatches", -1)
     joined = [r for r in records if r.ok and r.attrs.get("design") == "move-one"
               and r.attrs["settings"]["args"].get("remat_policy") == "minimal"]
     assert joined and all(r.attrs["settings"]["args"]["num_pipeline_microbatches"] > 16 for r in joined), \
         [(r.number, r.profile) for r in joined]
-    assert verdict is not None and verdict.winner is not None
-    args = verdict.winner["settings"]["args"]
     assert args["remat_policy"] == "minimal" and 16 < args["num_pipeline_microbatches"] < 23, args
