@@ -22,8 +22,8 @@ SPACE = """
 """
 
 
-def rec(number: int, xla: dict, status: str = "ok", failure_class: str | None = None) -> RunRecord:
-    attrs = {"settings": {"xla": xla, "env": {}, "args": {}, "libtpu": {}}}
+def rec(number: int, xla: dict, status: str = "ok", failure_class: str | None = None, *, part: str = "xla") -> RunRecord:
+    attrs = {"settings": {"xla": {}, "env": {}, "args": {}, "libtpu": {}, part: xla}}
     if failure_class:
         attrs["failure_class"] = failure_class
     return RunRecord(number, "probe", "p", f"k{number}", status, 100.0 if status == "ok" else None, float(number),
@@ -109,11 +109,7 @@ def test_where_the_deployed_value_is_not_stated_the_side_its_failures_alone_show
     space = load_space(path)
 
     def run(number: int, args: dict, status: str = "ok") -> RunRecord:
-        attrs = {"settings": {"xla": {}, "env": {}, "args": args, "libtpu": {}}}
-        if status != "ok":
-            attrs["failure_class"] = "oom"
-        return RunRecord(number, "probe", "p", f"k{number}", status, 100.0 if status == "ok" else None,
-                         float(number), 0.0 if status == "ok" else None, attrs=attrs)
+        return rec(number, args, status, "oom" if status != "ok" else None, part="args")
 
     ran = [run(i, {"per_device_batch_size": b}) for i, b in enumerate((1, 4, 16), 1)] + [run(4, {"remat_policy": "minimal"})]
     company = run(6, {"per_device_batch_size": 16, "remat_policy": "minimal"}, "infeasible")
