@@ -291,7 +291,7 @@ def _unstated_sides(params: Mapping[str, Any], failures: Sequence[tuple[str, dic
     return out
 
 
-def _side(param: Any, value: Scalar, deployed: str | None, unstated: int = 0) -> int:
+def _side(param: Any, value: Scalar, deployed: str | None, unstated: int) -> int:
     """+1 (-1) for a numeric value above (below) the deployed one; 0 for any other. Where the deployed value is not
     stated, the side its failures alone show (``unstated``, :func:`_unstated_sides`)."""
     if param is None or param.choices is not None or not is_number(value):
