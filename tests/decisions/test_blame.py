@@ -22,8 +22,8 @@ SPACE = """
 """
 
 
-def rec(number: int, xla: dict, status: str = "ok", failure_class: str | None = None, *, part: str = "xla") -> RunRecord:
-    attrs = {"settings": {"xla": {}, "env": {}, "args": {}, "libtpu": {}, part: xla}}
+def rec(number: int, values: dict, status: str = "ok", failure_class: str | None = None, *, part: str = "xla") -> RunRecord:
+    attrs = {"settings": {"xla": {}, "env": {}, "args": {}, "libtpu": {}, part: values}}
     if failure_class:
         attrs["failure_class"] = failure_class
     return RunRecord(number, "probe", "p", f"k{number}", status, 100.0 if status == "ok" else None, float(number),
